@@ -1,0 +1,11 @@
+"""Errors users catch. Defined in `ascend_eval.models.errors` (the lowest layer that raises them)."""
+
+from ascend_eval.models.errors import (
+    AscendEvalError,
+    BackendError,
+    ConfigError,
+    DataError,
+    MissingDependencyError,
+)
+
+__all__ = ["AscendEvalError", "BackendError", "ConfigError", "DataError", "MissingDependencyError"]

@@ -1,0 +1,198 @@
+"""Contracts between the engine and the model runtimes: typed requests, results and one protocol per role.
+
+Every backend accepts any number of requests, may reorder them internally (longest first, to pad less),
+and returns results in input order. Requests are frozen and hashable so that the engine can drop
+duplicates and key its cache on their content.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ascend_eval.models.errors import ConfigError
+
+Role = Literal["judge", "embedder", "reranker"]
+EmbedKind = Literal["query", "document"]
+FinishReason = Literal["stop", "length", "error"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """How to decode one `GenerateRequest`. Requests with equal params are batched together."""
+
+    max_tokens: int = 512
+    """Upper bound on generated tokens; output cut there is reported with finish_reason "length"."""
+    temperature: float = 0.0
+    """0 means greedy decoding (the default: the same inputs give the same scores)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass; only read when temperature > 0."""
+    seed: int = 0
+    """Sampling seed; with temperature > 0 each request is sampled from its own seeded generator."""
+    stop: tuple[str, ...] = ()
+    """Strings that end generation (not included in the text)."""
+    json_schema: str | None = None
+    """A JSON Schema (as canonical JSON text) that constrains the output, or None for free text."""
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 1:
+            raise ConfigError(f"max_tokens must be >= 1, got {self.max_tokens}.")
+        if self.temperature < 0:
+            raise ConfigError(f"temperature must be >= 0, got {self.temperature}.")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}.")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        return None if self.json_schema is None else json.loads(self.json_schema)
+
+    @staticmethod
+    def schema_text(schema: dict[str, Any]) -> str:
+        """Canonical JSON text of a schema, so equal schemas hash equally."""
+        return json.dumps(schema, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """Generate free or schema-constrained text from a chat."""
+
+    messages: tuple[Message, ...]
+    params: GenerationParams = field(default_factory=GenerationParams)
+    tag: str = ""
+    """Which prompt produced this request (`name@version`); part of the cache key and of provenance."""
+
+    role: Role = field(default="judge", init=False)
+
+
+@dataclass(frozen=True)
+class ClassifyRequest:
+    """Pick one of a fixed set of labels from the next-token distribution after the chat.
+
+    The judge renders the chat with the assistant turn opened, appends `answer_prefix`, and reads the
+    probabilities of each label's first token at the next position: one forward pass, no decoding.
+    """
+
+    messages: tuple[Message, ...]
+    labels: tuple[str, ...]
+    answer_prefix: str = ""
+    tag: str = ""
+
+    role: Role = field(default="judge", init=False)
+
+    def __post_init__(self) -> None:
+        if len(self.labels) < 2 or len(set(self.labels)) != len(self.labels):
+            raise ConfigError(f"ClassifyRequest needs at least two distinct labels, got {self.labels!r}.")
+
+
+@dataclass(frozen=True)
+class EmbedRequest:
+    """Embed one text. The engine gathers every text of a round into one `Embedder.embed` call per kind."""
+
+    text: str
+    kind: EmbedKind = "document"
+
+    role: Role = field(default="embedder", init=False)
+
+
+@dataclass(frozen=True)
+class CrossScoreRequest:
+    """Score how well `passage` matches `query` with a cross-encoder."""
+
+    query: str
+    passage: str
+
+    role: Role = field(default="reranker", init=False)
+
+
+Request = GenerateRequest | ClassifyRequest | EmbedRequest | CrossScoreRequest
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    """The judge's text for one `GenerateRequest`."""
+
+    text: str
+    finish_reason: FinishReason
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+    """Set (with finish_reason "error") when this one request failed after the backend's retries."""
+
+    @classmethod
+    def failed(cls, error: str) -> GenerateResult:
+        return cls(text="", finish_reason="error", error=error)
+
+
+@dataclass(frozen=True)
+class ClassifyResult:
+    """Probabilities over a `ClassifyRequest`'s labels (same order), summing to 1."""
+
+    labels: tuple[str, ...]
+    probs: tuple[float, ...]
+    prompt_tokens: int = 0
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The most probable label (the first one on a tie)."""
+        return self.labels[int(np.argmax(self.probs))]
+
+    @classmethod
+    def failed(cls, labels: tuple[str, ...], error: str) -> ClassifyResult:
+        return cls(labels=labels, probs=(), error=error)
+
+
+def to_jsonable(obj: Any) -> Any:
+    """A request or result as plain JSON data (for cache keys, the cache itself and traces)."""
+    return asdict(obj)
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A judge LLM. Both calls accept any number of requests and answer in input order."""
+
+    model_id: str
+    """Identifies the weights (name plus revision or content hash); part of every cache key."""
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]: ...
+
+    def classify(self, requests: Sequence[ClassifyRequest]) -> list[ClassifyResult]: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """A text embedding model."""
+
+    model_id: str
+
+    def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> NDArray[np.float32]:
+        """Returns float32 `[len(texts), dim]`, each row L2-normalised, in input order."""
+        ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """A cross-encoder that scores (query, passage) pairs."""
+
+    model_id: str
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> NDArray[np.float32]:
+        """Returns float32 `[len(pairs)]` in input order."""
+        ...

@@ -1,0 +1,27 @@
+"""The error hierarchy shared by every layer.
+
+It lives in the lowest layer that raises errors (`ascend_eval.models`) so that imports keep flowing one
+way (`ascend_eval` -> `models` -> `kernels`); `ascend_eval.errors` re-exports it for users.
+"""
+
+from __future__ import annotations
+
+
+class AscendEvalError(Exception):
+    """Root of every error this library raises on purpose."""
+
+
+class ConfigError(AscendEvalError, ValueError):
+    """A setting is invalid or two settings conflict. The message names the setting and the fix."""
+
+
+class DataError(AscendEvalError, ValueError):
+    """The dataset cannot be evaluated as given. The message names the sample, the column and the fix."""
+
+
+class MissingDependencyError(AscendEvalError, ImportError):
+    """An optional engine (torch, vllm, torch_npu, ...) is not installed. The message says what to install."""
+
+
+class BackendError(AscendEvalError, RuntimeError):
+    """A model runtime failed: it could not load, or a whole batch failed."""
