@@ -141,12 +141,14 @@ def resolve_device(requested: str | None = None, *, config: str | None = None) -
     if count == 0:
         if kind == "npu":
             raise MissingDependencyError(
-                f"{source}={spec!r} but torch_npu is not importable or sees no NPU. Install the torch-npu build "
+                f"{source}={spec!r} but torch_npu is not importable or sees no NPU. "
+                "Install the torch-npu build "
                 "matching your torch and CANN (`pip install 'ascend-eval[npu]'`), check "
                 f"ASCEND_RT_VISIBLE_DEVICES={visible!r}, or pass device='cpu'."
             )
         raise MissingDependencyError(
-            f"{source}={spec!r} but torch sees no CUDA device (CUDA_VISIBLE_DEVICES={visible!r}). Install a CUDA "
+            f"{source}={spec!r} but torch sees no CUDA device (CUDA_VISIBLE_DEVICES={visible!r}). "
+            "Install a CUDA "
             "build of torch, or pass device='cpu'."
         )
     index = 0 if index is None else index

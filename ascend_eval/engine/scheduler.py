@@ -1,0 +1,289 @@
+"""The engine: the only code that calls models.
+
+Metrics are plans: generators that yield lists of typed requests and receive the results. Each round the
+engine advances every live plan (every sample x every metric), drops duplicate requests, answers what it
+can from the cache, and sends the rest to the backends as one batch per (role, model, params). A 1,000-sample,
+12-metric run is a handful of large batches per round instead of tens of thousands of single calls.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ascend_eval.engine.cache import RequestCache, Result, request_key
+from ascend_eval.models.base import (
+    ClassifyRequest,
+    ClassifyResult,
+    Embedder,
+    EmbedRequest,
+    GenerateRequest,
+    GenerateResult,
+    Judge,
+    Request,
+    Reranker,
+)
+from ascend_eval.models.errors import ConfigError
+
+logger = logging.getLogger("ascend_eval.engine")
+
+Plan = Generator[Sequence[Request], list[Any], Any]
+PlanId = Hashable
+
+
+@dataclass(frozen=True)
+class PlanError:
+    """A plan that could not finish: a backend failed for one of its requests, or the plan raised."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Backends:
+    """The model runtimes one evaluation uses; a role no metric needs may be None."""
+
+    judge: Judge | None = None
+    embedder: Embedder | None = None
+    reranker: Reranker | None = None
+
+    def for_request(self, request: Request) -> Judge | Embedder | Reranker:
+        backend = getattr(self, request.role)
+        if backend is None:
+            raise ConfigError(
+                f"A metric sent a {type(request).__name__} but no {request.role} is configured. "
+                f"Pass {request.role}=... to evaluate()."
+            )
+        return backend
+
+
+@dataclass
+class RoundStats:
+    """What one round did. `requests` counts what the plans asked for; `sent` what reached a backend."""
+
+    round: int
+    live_plans: int
+    requests: int = 0
+    unique: int = 0
+    cache_hits: int = 0
+    sent: int = 0
+    failed: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: float = 0.0
+    batches: dict[str, int] = field(default_factory=dict)
+    """Requests sent per batch group, e.g. {"judge.generate[statements@1]": 20}."""
+
+    def line(self) -> str:
+        groups = ", ".join(f"{k}: {v}" for k, v in self.batches.items()) or "none sent"
+        return (
+            f"round {self.round}: {self.live_plans} live plans, {self.requests} requests, "
+            f"{self.unique} unique, "
+            f"{self.cache_hits} cached, {self.sent} sent ({groups}), {self.failed} failed, "
+            f"tokens in/out {self.tokens_in}/{self.tokens_out}, {self.seconds:.2f}s"
+        )
+
+
+def _group(request: Request) -> tuple[Hashable, str]:
+    """The batch a request joins, and a readable label for the stats."""
+    if isinstance(request, GenerateRequest):
+        return ("generate", request.params), f"judge.generate[{request.tag or 'untagged'}]"
+    if isinstance(request, ClassifyRequest):
+        return ("classify", request.labels), f"judge.classify[{request.tag or 'untagged'}]"
+    if isinstance(request, EmbedRequest):
+        return ("embed", request.kind), f"embedder.{request.kind}"
+    return ("score",), "reranker.score"
+
+
+def _failure(result: Result) -> str | None:
+    if isinstance(result, GenerateResult | ClassifyResult) and result.error is not None:
+        return result.error
+    return None
+
+
+def _tokens(result: Result) -> tuple[int, int]:
+    if isinstance(result, GenerateResult):
+        return result.prompt_tokens, result.completion_tokens
+    if isinstance(result, ClassifyResult):
+        return result.prompt_tokens, 0
+    return 0, 0
+
+
+class Engine:
+    """Runs plans to completion, batching their requests round by round.
+
+    Args:
+        backends: the model runtimes.
+        cache: answered requests by content hash; `RequestCache(None)` disables it.
+        chunk_size: at most this many requests per backend call. Each returned chunk is committed to the
+            cache at once, so a killed run loses at most one chunk of work.
+        dedupe: send identical requests once (turned off only to measure what deduplication saves).
+        progress: show a progress bar over plans.
+        on_round: called with each round's stats (benchmarks and the CLI use it).
+    """
+
+    def __init__(
+        self,
+        backends: Backends,
+        cache: RequestCache | None = None,
+        *,
+        chunk_size: int = 1024,
+        dedupe: bool = True,
+        progress: bool = False,
+        on_round: Callable[[RoundStats], None] | None = None,
+    ) -> None:
+        if chunk_size < 1:
+            raise ConfigError(f"chunk_size must be >= 1, got {chunk_size}.")
+        self.backends = backends
+        self.cache = cache if cache is not None else RequestCache(None)
+        self.chunk_size = chunk_size
+        self.dedupe = dedupe
+        self.progress = progress
+        self.on_round = on_round
+        self.rounds: list[RoundStats] = []
+        self.prompt_tags: set[str] = set()
+        """Every prompt `name@version` the plans used (cached or not), for provenance."""
+
+    def run(self, plans: Mapping[PlanId, Plan]) -> dict[PlanId, Any]:
+        """Advance every plan until it returns. Returns each plan's return value, or a `PlanError`."""
+        from tqdm.auto import tqdm
+
+        outcomes: dict[PlanId, Any] = {}
+        waiting: dict[PlanId, Sequence[Request]] = {}
+        bar = tqdm(total=len(plans), desc="evaluating", unit="score", disable=not self.progress, leave=False)
+        try:
+            for pid, plan in plans.items():
+                self._advance(pid, plan, None, waiting, outcomes)
+            bar.update(len(outcomes))
+            while waiting:
+                done_before = len(outcomes)
+                self._round(plans, waiting, outcomes)
+                bar.update(len(outcomes) - done_before)
+                bar.set_postfix(round=len(self.rounds))
+        finally:
+            bar.close()
+        return outcomes
+
+    def _advance(
+        self,
+        pid: PlanId,
+        plan: Plan,
+        answers: list[Any] | None,
+        waiting: dict[PlanId, Sequence[Request]],
+        outcomes: dict[PlanId, Any],
+    ) -> None:
+        """Send `answers` (None to start) and park the plan on its next requests, or record its outcome."""
+        try:
+            requests = next(plan) if answers is None else plan.send(answers)
+            while not requests:  # a plan that asks for nothing this step just continues
+                requests = plan.send([])
+        except StopIteration as stop:
+            outcomes[pid] = stop.value
+            return
+        except Exception as e:  # a bug in one metric's plan must not lose the other scores
+            logger.exception("plan %r raised", pid)
+            outcomes[pid] = PlanError(f"plan_error: {type(e).__name__}: {e}")
+            return
+        waiting[pid] = list(requests)
+
+    def _round(
+        self,
+        plans: Mapping[PlanId, Plan],
+        waiting: dict[PlanId, Sequence[Request]],
+        outcomes: dict[PlanId, Any],
+    ) -> None:
+        t0 = time.perf_counter()
+        stats = RoundStats(round=len(self.rounds) + 1, live_plans=len(waiting))
+        # A slot is one request to answer: its content key, or with dedupe off one slot per occurrence
+        # (the cache is still looked up and written by content key).
+        keys: dict[PlanId, list[str]] = {}
+        unique: dict[str, Request] = {}
+        content: dict[str, str] = {}
+        for pid, requests in waiting.items():
+            plan_keys = []
+            for request in requests:
+                key = request_key(request, self.backends.for_request(request).model_id)
+                slot = key if self.dedupe else f"{key}#{len(content)}"
+                content[slot] = key
+                unique.setdefault(slot, request)
+                if getattr(request, "tag", ""):
+                    self.prompt_tags.add(request.tag)  # type: ignore[union-attr]
+                plan_keys.append(slot)
+            keys[pid] = plan_keys
+        stats.requests = sum(len(k) for k in keys.values())
+        stats.unique = len(unique)
+
+        hits = self.cache.get_many([(content[slot], r) for slot, r in unique.items()])
+        answers: dict[str, Result] = {slot: hits[content[slot]] for slot in unique if content[slot] in hits}
+        stats.cache_hits = len(answers)
+        failures: dict[str, str] = {}
+
+        groups: dict[Hashable, list[str]] = defaultdict(list)
+        labels: dict[Hashable, str] = {}
+        for key, request in unique.items():
+            if key not in answers:
+                group, label = _group(request)
+                groups[group].append(key)
+                labels[group] = label
+        for group, group_keys in groups.items():
+            for start in range(0, len(group_keys), self.chunk_size):
+                chunk = group_keys[start : start + self.chunk_size]
+                results = self._call([unique[k] for k in chunk])
+                stored = []
+                for key, result in zip(chunk, results, strict=True):
+                    error = result if isinstance(result, str) else _failure(result)
+                    if error is not None:
+                        failures[key] = error
+                        continue
+                    answers[key] = result
+                    stored.append((content[key], unique[key], result))
+                    t_in, t_out = _tokens(result)
+                    stats.tokens_in += t_in
+                    stats.tokens_out += t_out
+                self.cache.put_many(stored)
+            stats.sent += len(group_keys)
+            stats.batches[labels[group]] = stats.batches.get(labels[group], 0) + len(group_keys)
+        stats.failed = len(failures)
+
+        waiting.clear()
+        for pid, plan_keys in keys.items():
+            failed = next((failures[k] for k in plan_keys if k in failures), None)
+            if failed is not None:
+                plans[pid].close()
+                outcomes[pid] = PlanError(f"backend_error: {failed}")
+                continue
+            self._advance(pid, plans[pid], [answers[k] for k in plan_keys], waiting, outcomes)
+        stats.seconds = time.perf_counter() - t0
+        self.rounds.append(stats)
+        logger.info(stats.line())
+        if self.on_round is not None:
+            self.on_round(stats)
+
+    def _call(self, requests: list[Request]) -> list[Result | str]:
+        """One backend call for requests of one group. A failure of the whole call fails each request
+        with its message (a string) instead of ending the run."""
+        first = requests[0]
+        backend = self.backends.for_request(first)
+        try:
+            if isinstance(first, GenerateRequest):
+                out: list[Any] = backend.generate(requests)  # type: ignore[union-attr]
+            elif isinstance(first, ClassifyRequest):
+                out = backend.classify(requests)  # type: ignore[union-attr]
+            elif isinstance(first, EmbedRequest):
+                matrix = backend.embed([r.text for r in requests], kind=first.kind)  # type: ignore[union-attr,attr-defined]
+                out = [np.asarray(row, dtype=np.float32) for row in matrix]
+            else:
+                scores = backend.score([(r.query, r.passage) for r in requests])  # type: ignore[union-attr,attr-defined]
+                out = [float(s) for s in scores]
+        except Exception as e:  # one failed batch NaNs its own scores; everything else goes on
+            logger.error("%s failed for %d requests: %s", type(backend).__name__, len(requests), e)
+            return [f"{type(e).__name__}: {e}"] * len(requests)
+        if len(out) != len(requests):
+            message = f"{type(backend).__name__} returned {len(out)} results for {len(requests)} requests"
+            return [message] * len(requests)
+        return out

@@ -1,0 +1,202 @@
+"""Prompts defined once: name, version, English and Chinese instructions, typed examples, typed output.
+
+Two kinds:
+
+* `PromptSpec[In, Out]` asks the judge for JSON that its pydantic output model describes; `request()`
+  attaches the model's JSON schema so backends that can constrain decoding do so, and `parse()` turns the
+  text into `Out` or a `ParseFailure` that keeps the raw text.
+* `ClassifyPromptSpec[In]` asks for one label of a fixed set; the judge answers from next-token
+  probabilities (one forward pass), so nothing needs parsing.
+
+Every rendering puts the static text (instruction, format, examples) first and the sample last, so a backend
+with prefix caching reuses the shared prefix across every sample.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ascend_eval.models.base import (
+    ClassifyRequest,
+    GenerateRequest,
+    GenerateResult,
+    GenerationParams,
+    Message,
+)
+from ascend_eval.text.language import Language
+
+In = TypeVar("In", bound=BaseModel)
+Out = TypeVar("Out", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class ParseFailure:
+    """The judge's text could not be read as the prompt's output. Scores become NaN with this reason."""
+
+    raw: str
+    reason: str
+
+
+_LABELS = {
+    "en": {"example": "Example", "input": "Input", "output": "Output", "now": "Now the real input."},
+    "zh": {"example": "示例", "input": "输入", "output": "输出", "now": "下面是需要处理的输入。"},
+}
+_FORMAT = {
+    "en": "Reply with one JSON object and nothing else. It must follow this JSON schema:",
+    "zh": "只输出一个 JSON 对象，不要输出其他内容。它必须符合以下 JSON schema：",
+}
+_ANSWER_WITH = {
+    "en": "Reply with exactly one of: {labels}.",
+    "zh": "只回答以下之一：{labels}。",
+}
+
+
+def _dump(model: BaseModel) -> str:
+    return json.dumps(model.model_dump(mode="json"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class PromptSpec(Generic[In, Out]):
+    """A prompt whose answer is JSON described by `output`."""
+
+    name: str
+    version: int
+    instruction: Mapping[Language, str]
+    input: type[In]
+    output: type[Out]
+    examples: Mapping[Language, Sequence[tuple[In, Out]]] = field(default_factory=dict)
+    max_tokens: int = 512
+
+    @property
+    def tag(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def json_schema(self) -> str:
+        return GenerationParams.schema_text(self.output.model_json_schema())
+
+    def render(self, inputs: In, language: Language) -> tuple[Message, ...]:
+        words = _LABELS[language]
+        parts = [self.instruction[language], f"{_FORMAT[language]}\n{self.json_schema()}"]
+        for i, (x, y) in enumerate(self.examples.get(language, ()), start=1):
+            parts.append(
+                f"{words['example']} {i}\n{words['input']}: {_dump(x)}\n{words['output']}: {_dump(y)}"
+            )
+        parts.append(f"{words['now']}\n{words['input']}: {_dump(inputs)}\n{words['output']}:")
+        return (Message("user", "\n\n".join(parts)),)
+
+    def request(self, inputs: In, language: Language, *, max_tokens: int | None = None) -> GenerateRequest:
+        params = GenerationParams(max_tokens=max_tokens or self.max_tokens, json_schema=self.json_schema())
+        return GenerateRequest(messages=self.render(inputs, language), params=params, tag=self.tag)
+
+    def parse(self, result: GenerateResult) -> Out | ParseFailure:
+        """Read the judge's text as `Out`, tolerating code fences, prose around the JSON and full-width
+        punctuation. Output cut at max_tokens is a failure, never parsed silently."""
+        if result.finish_reason == "length":
+            return ParseFailure(result.text, "truncated: the judge reached max_tokens; raise max_tokens")
+        data = extract_json(result.text)
+        if data is None:
+            return ParseFailure(result.text, "parse_failure: no JSON object in the judge output")
+        try:
+            return self.output.model_validate(data)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "<root>"
+            return ParseFailure(result.text, f"parse_failure: {where}: {first['msg']}")
+
+
+@dataclass(frozen=True)
+class ClassifyPromptSpec(Generic[In]):
+    """A prompt whose answer is one of `labels`, read from next-token probabilities."""
+
+    name: str
+    version: int
+    instruction: Mapping[Language, str]
+    input: type[In]
+    labels: tuple[str, ...]
+    examples: Mapping[Language, Sequence[tuple[In, str]]] = field(default_factory=dict)
+    answer_prefix: str = ""
+
+    @property
+    def tag(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def render(self, inputs: In, language: Language) -> tuple[Message, ...]:
+        words = _LABELS[language]
+        answer_with = _ANSWER_WITH[language].format(labels=", ".join(self.labels))
+        parts = [self.instruction[language], answer_with]
+        for i, (x, label) in enumerate(self.examples.get(language, ()), start=1):
+            parts.append(f"{words['example']} {i}\n{words['input']}: {_dump(x)}\n{words['output']}: {label}")
+        parts.append(f"{words['now']}\n{words['input']}: {_dump(inputs)}\n{words['output']}:")
+        return (Message("user", "\n\n".join(parts)),)
+
+    def request(self, inputs: In, language: Language) -> ClassifyRequest:
+        return ClassifyRequest(
+            messages=self.render(inputs, language),
+            labels=self.labels,
+            answer_prefix=self.answer_prefix,
+            tag=self.tag,
+        )
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+# Full-width punctuation that judges sometimes emit in JSON structure when answering in Chinese.
+_FULL_WIDTH = str.maketrans(
+    {"“": '"', "”": '"', "：": ":", "，": ",", "｛": "{", "｝": "}", "［": "[", "］": "]"}
+)
+
+
+def _balanced(text: str, start: int) -> str | None:
+    """The balanced {...} or [...] starting at `start`, skipping brackets inside strings."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack or stack.pop() != ch:
+                return None
+            if not stack:
+                return text[start : i + 1]
+    return None
+
+
+def extract_json(text: str) -> object | None:
+    """The first JSON object or array in `text`, or None.
+
+    >>> extract_json('Sure! ```json\\n{"a": [1, 2]}\\n``` done')
+    {'a': [1, 2]}
+    >>> extract_json('{“statements”：［“北京是首都”］}')
+    {'statements': ['北京是首都']}
+    >>> extract_json('no json here') is None
+    True
+    """
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for candidate in candidates:
+        for source in (candidate, candidate.translate(_FULL_WIDTH)):
+            for start, ch in enumerate(source):
+                if ch not in "{[":
+                    continue
+                block = _balanced(source, start)
+                if block is None:
+                    continue
+                try:
+                    return json.loads(block)
+                except json.JSONDecodeError:
+                    continue
+    return None

@@ -1,0 +1,73 @@
+"""Break an answer into atomic, self-contained statements.
+
+Shared by faithfulness, answer_correctness and noise_sensitivity: they build the identical request for
+the same (question, answer), so the engine runs it once per sample, however many metrics ask.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from ascend_eval.prompts.base import PromptSpec
+
+MAX_STATEMENTS = 32
+"""An upper bound in the schema: it keeps a confused judge from listing statements until max_tokens."""
+
+
+class StatementsInput(BaseModel):
+    question: str
+    answer: str
+
+
+class Statements(BaseModel):
+    statements: list[str] = Field(max_length=MAX_STATEMENTS)
+
+
+STATEMENTS = PromptSpec(
+    name="statements",
+    version=1,
+    instruction={
+        "en": (
+            "You are given a question and an answer to it. Rewrite the answer as a list of short factual "
+            "statements. Each statement makes exactly one claim and can be understood on its own: replace "
+            "pronouns and references such as 'he', 'it' or 'this' with what they refer to. Keep every claim "
+            "the answer makes, add nothing that it does not say, and leave out filler without content."
+        ),
+        "zh": (
+            "给定一个问题和对它的回答。请把回答改写成一组简短的事实陈述。每条陈述只包含一个论断，并且脱离上下文"
+            "也能读懂：把“他”“它”“这”等指代换成所指的具体对象。保留回答中的每一个论断，不要添加回答没有说的"
+            "内容，去掉没有实际信息的客套话。"
+        ),
+    },
+    input=StatementsInput,
+    output=Statements,
+    examples={
+        "en": [
+            (
+                StatementsInput(
+                    question="Who was Marie Curie?",
+                    answer="Marie Curie was a Polish-born physicist. She won two Nobel Prizes, "
+                    "in physics and "
+                    "in chemistry.",
+                ),
+                Statements(
+                    statements=[
+                        "Marie Curie was a physicist.",
+                        "Marie Curie was born in Poland.",
+                        "Marie Curie won a Nobel Prize in physics.",
+                        "Marie Curie won a Nobel Prize in chemistry.",
+                    ]
+                ),
+            )
+        ],
+        "zh": [
+            (
+                StatementsInput(
+                    question="长江有多长？",
+                    answer="长江全长约6300公里，它是中国最长的河流，最终注入东海。",
+                ),
+                Statements(statements=["长江全长约6300公里。", "长江是中国最长的河流。", "长江注入东海。"]),
+            )
+        ],
+    },
+)

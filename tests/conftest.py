@@ -1,0 +1,58 @@
+"""Fixtures shared by the whole suite: offline settings and a rule-based replay judge."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+
+from ascend_eval.models.base import ClassifyRequest, GenerateRequest
+from ascend_eval.models.judge.replay import ReplayJudge
+
+# No model hub exists here or in CI: any attempt to download must fail fast instead of hanging.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+_INPUT = re.compile(r"(?:Input|输入): (\{.*\})\n", re.DOTALL)
+
+
+def sample_input(request: GenerateRequest | ClassifyRequest) -> dict:
+    """The sample's input JSON that our prompts put last, read back out of the rendered prompt."""
+    text = request.messages[-1].content
+    last = text.rsplit("\n\n", 2)[-1]
+    match = _INPUT.search(last + "\n")
+    assert match, f"no input block in prompt tail: {last!r}"
+    return json.loads(match.group(1))
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s*", text) if s.strip()]
+
+
+def statements_rule(request: GenerateRequest) -> str:
+    """Statements = the answer's sentences: an exact, known decomposition."""
+    return json.dumps({"statements": split_sentences(sample_input(request)["answer"])}, ensure_ascii=False)
+
+
+def support_rule(request: ClassifyRequest) -> list[float]:
+    """Supported (p=0.9) when the statement, without its final punctuation, occurs in the context."""
+    data = sample_input(request)
+    claim = data["statement"].rstrip(".。!！?？")
+    p = 0.9 if claim in data["context"] else 0.2
+    return [1 - p, p] if request.labels == ("0", "1") else [p, 1 - p]
+
+
+@pytest.fixture
+def rule_judge() -> ReplayJudge:
+    return ReplayJudge(generate_rule=statements_rule, classify_rule=support_rule, model_id="rules-v1")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    """Keep converted models in one session folder and never write to the user's cache, except where a
+    test asks for the shared session cache of real models (`ASCEND_EVAL_HOME` set by that fixture)."""
+    home = tmp_path_factory.getbasetemp() / "ascend-eval-home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("ASCEND_EVAL_HOME", str(home))
