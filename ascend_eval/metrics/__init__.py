@@ -1,1 +1,98 @@
+"""The metric registry: names, RAGAS and NeMo Evaluator aliases, and lookup with "did you mean"."""
 
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+from ascend_eval.metrics.answer_similarity import AnswerSimilarity
+from ascend_eval.metrics.base import Metric, MetricResult, PlanContext
+from ascend_eval.metrics.faithfulness import Faithfulness
+from ascend_eval.models.errors import ConfigError
+
+METRICS: dict[str, type[Metric]] = {cls.name: cls for cls in (Faithfulness, AnswerSimilarity)}
+
+RAGAS_METRICS = (
+    "answer_correctness", "answer_relevancy", "answer_similarity", "context_precision", "context_recall",
+    "context_entity_recall", "context_utilization", "faithfulness", "noise_sensitivity", "nv_accuracy",
+    "nv_context_relevance", "nv_response_groundedness",
+)  # fmt: skip
+
+ALIASES: dict[str, str] = {
+    # NeMo Evaluator's RAG metric job names
+    "system/rag-faithfulness": "faithfulness",
+    "system/rag-answer-accuracy": "nv_accuracy",
+    "system/rag-answer-correctness": "answer_correctness",
+    "system/rag-answer-relevancy": "answer_relevancy",
+    "system/rag-response-relevancy": "answer_relevancy",
+    "system/rag-answer-similarity": "answer_similarity",
+    "system/rag-context-precision": "context_precision",
+    "system/rag-context-recall": "context_recall",
+    "system/rag-context-entity-recall": "context_entity_recall",
+    "system/rag-context-relevance": "nv_context_relevance",
+    "system/rag-response-groundedness": "nv_response_groundedness",
+    "system/rag-noise-sensitivity": "noise_sensitivity",
+    # RAGAS's other names for the same metrics
+    "semantic_similarity": "answer_similarity",
+    "response_relevancy": "answer_relevancy",
+    "answer_accuracy": "nv_accuracy",
+    "context_relevance": "nv_context_relevance",
+    "response_groundedness": "nv_response_groundedness",
+    "llm_context_precision_with_reference": "context_precision",
+    "llm_context_precision_without_reference": "context_utilization",
+}
+
+
+def metric_names() -> list[str]:
+    """The metrics this version computes."""
+    return sorted(METRICS)
+
+
+def canonical_name(name: str) -> str:
+    """The metric's result-column name for `name` or any alias.
+
+    Raises:
+        ConfigError: the name is unknown (with the closest valid names), or is a RAGAS metric this
+            version does not compute yet.
+    """
+    key = name.strip()
+    key = ALIASES.get(key, ALIASES.get(key.lower(), key.lower()))
+    if key in METRICS:
+        return key
+    if key in RAGAS_METRICS:
+        raise ConfigError(
+            f"Metric {name!r} is not available in this version of ascend-eval. Available: {metric_names()}."
+        )
+    close = difflib.get_close_matches(key, [*METRICS, *ALIASES], n=3, cutoff=0.6)
+    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise ConfigError(f"Unknown metric {name!r}.{hint} Available: {metric_names()}.")
+
+
+def resolve_metrics(metrics: Iterable[str | Metric] | str | Metric | None) -> list[Metric]:
+    """Metric instances for names, aliases or instances (default: every available metric), in order,
+    without duplicates (two names for one metric are one metric)."""
+    if metrics is None:
+        metrics = metric_names()
+    if isinstance(metrics, str | Metric):
+        metrics = [metrics]
+    resolved: dict[str, Metric] = {}
+    for m in metrics:
+        metric = m if isinstance(m, Metric) else METRICS[canonical_name(m)]()
+        resolved.setdefault(metric.name, metric)
+    if not resolved:
+        raise ConfigError(f"No metrics to compute. Choose from {metric_names()}.")
+    return list(resolved.values())
+
+
+__all__ = [
+    "ALIASES",
+    "METRICS",
+    "AnswerSimilarity",
+    "Faithfulness",
+    "Metric",
+    "MetricResult",
+    "PlanContext",
+    "canonical_name",
+    "metric_names",
+    "resolve_metrics",
+]

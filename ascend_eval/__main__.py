@@ -1,0 +1,3 @@
+from ascend_eval.cli.main import main
+
+raise SystemExit(main())

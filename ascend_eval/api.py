@@ -1,0 +1,188 @@
+"""`evaluate()`: the whole flow of one evaluation.
+
+dataset -> validated samples -> one plan per (sample, metric) -> the engine (batched, deduplicated,
+cached) -> scores -> `EvaluationResult`. Everything that can be wrong with the input is checked before
+any model loads.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import time
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from ascend_eval.backends import ModelSpec, build_embedder, build_judge, build_reranker
+from ascend_eval.data import Dataset, load_dataset, validate
+from ascend_eval.engine import Backends, Engine, PlanError, RequestCache, RoundStats
+from ascend_eval.examples import builtin_dataset
+from ascend_eval.metrics import Metric, MetricResult, PlanContext, resolve_metrics
+from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.paths import cache_root
+from ascend_eval.results import EvaluationResult
+from ascend_eval.text.language import Language, detect_language
+
+logger = logging.getLogger("ascend_eval")
+
+CACHE_FILE = "requests.sqlite"
+
+
+def _languages(dataset: Dataset, language: str) -> list[Language]:
+    if language == "auto":
+        return [detect_language(s.language_text()) for s in dataset]
+    if language in ("en", "zh"):
+        return [language] * len(dataset)  # type: ignore[list-item]
+    raise ConfigError(f"language={language!r}; valid: 'auto' (per sample), 'en', 'zh'.")
+
+
+def _cache(cache_dir: str | Path | Literal[False] | None) -> RequestCache:
+    if cache_dir is False:
+        return RequestCache(None)
+    root = cache_root() / "requests" if cache_dir is None else Path(cache_dir)
+    return RequestCache(root / CACHE_FILE)
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in (
+        "ascend-eval",
+        "torch",
+        "transformers",
+        "sentence-transformers",
+        "xgrammar",
+        "vllm",
+        "torch-npu",
+    ):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def evaluate(
+    dataset: Any,
+    metrics: Iterable[str | Metric] | str | Metric | None = None,
+    *,
+    judge: ModelSpec = None,
+    embedder: ModelSpec = None,
+    cross_encoder: ModelSpec = None,
+    device: str | None = None,
+    cache_dir: str | Path | Literal[False] | None = None,
+    language: str = "auto",
+    column_map: Mapping[str, str] | None = None,
+    progress: bool = True,
+    chunk_size: int = 1024,
+    on_round: Any = None,
+) -> EvaluationResult:
+    """Score a RAG dataset with RAGAS metrics on local (or endpoint) models.
+
+    Args:
+        dataset: a built-in dataset name ("bilingual-example"), a ragas columnar dict, a list of rows,
+            a path to JSON/JSONL/CSV/Parquet, a pandas DataFrame, a Hugging Face `datasets.Dataset` or a RAGAS `EvaluationDataset`.
+        metrics: names (RAGAS's or NeMo Evaluator's, e.g. "system/rag-faithfulness"), `Metric`
+            instances, or None for every available metric.
+        judge: the judge LLM: a shipped name (default "smollm2-135m-instruct", tiny: it demonstrates the
+            pipeline, not judging quality), a local HF directory or `.gguf` file, an OpenAI-compatible
+            URL, or a `Judge` instance.
+        embedder: a shipped name (default "multilingual-e5-small"), a sentence-transformers directory, a
+            URL, or an `Embedder` instance.
+        cross_encoder: a CrossEncoder directory, a `/v1/ranking` URL, or a `Reranker` instance; only
+            needed by metrics configured to use one.
+        device: "auto", "cpu", "cuda[:N]" or "npu[:N]" for on-device models (default: the
+            ASCEND_EVAL_DEVICE setting, else auto-detection).
+        cache_dir: where answered requests are cached (default `~/.cache/ascend-eval/requests`);
+            False disables the cache. A re-run with the same inputs resumes from it.
+        language: prompt language: "auto" (per sample, by its share of Chinese characters), "en" or "zh".
+        column_map: our column name -> your dataset's column, e.g. {"user_input": "query"}.
+        progress: show a progress bar.
+        chunk_size: at most this many requests per backend call (and per cache commit).
+        on_round: optional callable receiving each engine round's `RoundStats`.
+
+    Returns:
+        An `EvaluationResult` with a score or a NaN reason for every (sample, metric).
+
+    Raises:
+        DataError: the dataset is malformed or lacks a column a metric needs (before any model loads).
+        ConfigError: an unknown metric, model or setting.
+    """
+    t0 = time.perf_counter()
+    if isinstance(dataset, str) and builtin_dataset(dataset) is not None:
+        dataset = builtin_dataset(dataset)
+    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, column_map=column_map)
+    chosen = resolve_metrics(metrics)
+    validate(data, {m.name: m.required for m in chosen})
+    languages = _languages(data, language)
+    roles = set().union(*(m.roles for m in chosen))
+    cache = _cache(cache_dir)
+
+    backends = Backends(
+        judge=build_judge(judge, device=device) if "judge" in roles else None,
+        embedder=build_embedder(embedder, device=device) if "embedder" in roles else None,
+        reranker=build_reranker(cross_encoder, device=device) if "reranker" in roles else None,
+    )
+    rounds: list[RoundStats] = []
+
+    def record(stats: RoundStats) -> None:
+        rounds.append(stats)
+        if on_round is not None:
+            on_round(stats)
+
+    engine = Engine(backends, cache, chunk_size=chunk_size, progress=progress, on_round=record)
+    plans = {
+        (i, m.name): m.plan(sample, PlanContext(language=languages[i]))
+        for i, sample in enumerate(data)
+        for m in chosen
+    }
+    try:
+        outcomes = engine.run(plans)
+    except KeyboardInterrupt:
+        if cache.enabled:
+            logger.warning(
+                "Interrupted. %d answered requests are cached in %s; run the same call again to "
+                "resume from there.",
+                len(cache),
+                cache.path,
+            )
+        raise
+    finally:
+        cache.close()
+
+    results: dict[str, list[MetricResult]] = {m.name: [] for m in chosen}
+    for i in range(len(data)):
+        for m in chosen:
+            outcome = outcomes[(i, m.name)]
+            results[m.name].append(
+                MetricResult.nan(outcome.reason) if isinstance(outcome, PlanError) else outcome
+            )
+
+    provenance = {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "models": {
+            role: getattr(b, "model_id", None)
+            for role, b in (
+                ("judge", backends.judge),
+                ("embedder", backends.embedder),
+                ("reranker", backends.reranker),
+            )
+            if b is not None
+        },
+        "metrics": {m.name: m.params for m in chosen},
+        "prompts": sorted(engine.prompt_tags),
+        "language": language,
+        "dataset": {"source": data.source, "samples": len(data)},
+        "cache": str(cache.path) if cache.path else None,
+        "versions": _versions(),
+    }
+    return EvaluationResult(
+        samples=list(data),
+        results=results,
+        languages=list(languages),
+        rounds=rounds,
+        provenance=provenance,
+        wall_seconds=time.perf_counter() - t0,
+    )

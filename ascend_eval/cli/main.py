@@ -1,0 +1,172 @@
+"""The `ascend-eval` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ascend_eval.models.errors import AscendEvalError
+
+
+def _split(values: Sequence[str] | None) -> list[str] | None:
+    """Accept `--metrics a b` and `--metrics a,b` alike."""
+    if not values:
+        return None
+    return [v for value in values for v in value.split(",") if v]
+
+
+def _column_map(pairs: Sequence[str] | None) -> dict[str, str] | None:
+    if not pairs:
+        return None
+    out = {}
+    for pair in pairs:
+        ours, sep, theirs = pair.partition("=")
+        if not sep or not ours or not theirs:
+            raise AscendEvalError(f"--column-map {pair!r}: write OURS=THEIRS, e.g. user_input=query.")
+        out[ours] = theirs
+    return out
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from ascend_eval.api import evaluate
+    from ascend_eval.backends import build_embedder, build_judge, build_reranker
+    from ascend_eval.engine import RoundStats
+
+    def show(stats: RoundStats) -> None:
+        if not args.quiet:
+            print(stats.line(), file=sys.stderr)
+
+    # Endpoints named on the command line get their model name and key from the flags.
+    judge = args.judge
+    if judge and judge.startswith(("http://", "https://")):
+        judge = build_judge(judge, model=args.judge_model, api_key_env=args.api_key_env)
+    embedder = args.embedder
+    if embedder and embedder.startswith(("http://", "https://")):
+        embedder = build_embedder(embedder, model=args.embedder_model, api_key_env=args.api_key_env)
+    cross_encoder = args.cross_encoder
+    if cross_encoder and cross_encoder.startswith(("http://", "https://")):
+        cross_encoder = build_reranker(
+            cross_encoder, model=args.cross_encoder_model, api_key_env=args.api_key_env
+        )
+
+    result = evaluate(
+        args.data,
+        _split(args.metrics),
+        judge=judge,
+        embedder=embedder,
+        cross_encoder=cross_encoder,
+        device=args.device,
+        cache_dir=False if args.no_cache else args.cache_dir,
+        language=args.language,
+        column_map=_column_map(args.column_map),
+        progress=not args.quiet,
+        on_round=show,
+    )
+    paths = result.save(args.out)
+    print(result.table())
+    print(
+        f"\n{len(result.samples)} samples in {result.wall_seconds:.1f}s; per-sample results: "
+        f"{paths['results']} and {paths['scores']}"
+    )
+    for metric in result.metrics:
+        reasons = result.nan_reasons(metric)
+        if reasons:
+            print(
+                f"{metric}: NaN for {sum(reasons.values())} sample(s): "
+                + ", ".join(f"{r} x{n}" for r, n in reasons.most_common())
+            )
+    return 0
+
+
+def _models(args: argparse.Namespace) -> int:
+    from ascend_eval.models.device import resolve_device
+    from ascend_eval.models.paths import cache_root
+    from ascend_eval.models.registry import DEFAULTS, SHIPPED
+
+    rows = []
+    for model in SHIPPED.values():
+        default = " (default)" if DEFAULTS.get(model.role) == model.name else ""
+        state = "installed" if model.installed else f"missing: {model.package}"
+        rows.append(
+            {
+                "name": model.name,
+                "role": model.role + default,
+                "state": state,
+                "description": model.description,
+            }
+        )
+    try:
+        device = resolve_device(args.device).describe()
+    except AscendEvalError as e:
+        device = f"unavailable: {e}"
+    if args.json:
+        print(json.dumps({"models": rows, "device": device, "cache": str(cache_root())}, indent=2))
+        return 0
+    for r in rows:
+        print(f"{r['name']:<24} {r['role']:<20} {r['state']}\n{'':<24} {r['description']}")
+    print(f"\ndevice: {device}\nmodel cache: {cache_root()}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ascend-eval", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log engine and model details")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ev = sub.add_parser("evaluate", help="score a RAG dataset")
+    ev.add_argument(
+        "data", help="a dataset file (JSON, JSONL, CSV, Parquet) or a built-in name (bilingual-example)"
+    )
+    ev.add_argument("--metrics", nargs="+", help="metric names or NeMo aliases (default: all available)")
+    ev.add_argument("--judge", help="shipped judge name, local HF directory or .gguf file, or server URL")
+    ev.add_argument("--judge-model", help="model name to send to a judge server (default: its first model)")
+    ev.add_argument(
+        "--embedder", help="shipped embedder name, sentence-transformers directory, or server URL"
+    )
+    ev.add_argument("--embedder-model", help="model name to send to an embedding server")
+    ev.add_argument("--cross-encoder", help="CrossEncoder directory or /v1/ranking server URL")
+    ev.add_argument("--cross-encoder-model", help="model name to send to a ranking server")
+    ev.add_argument("--api-key-env", help="environment variable holding the servers' API key")
+    ev.add_argument("--device", help="auto, cpu, cuda[:N] or npu[:N]")
+    ev.add_argument("--language", default="auto", choices=["auto", "en", "zh"])
+    ev.add_argument("--column-map", nargs="+", metavar="OURS=THEIRS", help="e.g. user_input=query")
+    ev.add_argument(
+        "--out", type=Path, required=True, help="folder for results.json, scores.csv, summary.json"
+    )
+    ev.add_argument(
+        "--cache-dir", type=Path, help="request cache folder (default ~/.cache/ascend-eval/requests)"
+    )
+    ev.add_argument("--no-cache", action="store_true", help="neither read nor write the request cache")
+    ev.add_argument("-q", "--quiet", action="store_true", help="no progress bar or round stats")
+    ev.set_defaults(func=_evaluate)
+
+    models = sub.add_parser("models", help="list the shipped default models and the device found")
+    models.add_argument("--device", help="check this device instead of auto-detection")
+    models.add_argument("--json", action="store_true")
+    models.set_defaults(func=_models)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return args.func(args)
+    except AscendEvalError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "interrupted; answered requests are cached, run the same command again to resume", file=sys.stderr
+        )
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

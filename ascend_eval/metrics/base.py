@@ -1,0 +1,80 @@
+"""What a metric is: required columns, the model roles it needs, and a plan that yields requests.
+
+A metric never calls a model. Its `plan(sample, ctx)` is a generator: it yields lists of typed requests,
+receives their results in the same order, and returns a `MetricResult`. The scoring after the last yield
+is a pure function, tested on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from ascend_eval.data import Column, Sample
+from ascend_eval.models.base import Request
+from ascend_eval.text.language import Language
+
+RoleName = Literal["judge", "embedder", "reranker"]
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """One metric's outcome on one sample: a score, or NaN with the reason.
+
+    Reasons: "no_statements" and similar mean the score is undefined for this sample; "parse_failure: ...",
+    "truncated: ..." and "backend_error: ..." mean the judge or a backend failed. `details` keeps what the
+    score was computed from (statements, verdict probabilities, raw judge text on failure).
+    """
+
+    score: float
+    reason: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def nan(cls, reason: str, **details: Any) -> MetricResult:
+        return cls(math.nan, reason, details)
+
+    @property
+    def ok(self) -> bool:
+        return not math.isnan(self.score)
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """Per-sample settings a plan reads."""
+
+    language: Language
+    """The prompt language chosen for this sample ("auto" is resolved before plans start)."""
+
+
+Plan = Generator[Sequence[Request], list[Any], MetricResult]
+
+
+class Metric(ABC):
+    """Base of every metric. Subclasses set `name` and `required` and write `plan`."""
+
+    name: ClassVar[str]
+    """The result column, snake_case, as RAGAS names it."""
+    required: ClassVar[frozenset[Column]]
+    """Columns every sample must have for this metric."""
+
+    @property
+    def roles(self) -> frozenset[RoleName]:
+        """The model roles this metric (as configured) sends requests to."""
+        return frozenset({"judge"})
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The settings that change scores, recorded in provenance."""
+        return {}
+
+    @abstractmethod
+    def plan(self, sample: Sample, ctx: PlanContext) -> Plan:
+        """Yield requests, receive results, return the score."""
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}({args})"

@@ -1,0 +1,65 @@
+"""faithfulness: the share of the response's claims that the retrieved contexts support."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ascend_eval.data import Column, Sample
+from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
+from ascend_eval.models.base import ClassifyResult
+from ascend_eval.prompts.base import ParseFailure
+from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
+from ascend_eval.prompts.statements import STATEMENTS, StatementsInput
+
+
+def supported_ratio(p_supported: Sequence[float], *, threshold: float = 0.5) -> float:
+    """Share of statements judged supported (probability above `threshold`); NaN for no statements.
+
+    RAGAS counts hard verdicts the same way: supported verdicts over verdicts returned.
+
+    >>> supported_ratio([0.9, 0.2, 0.7, 0.6])
+    0.75
+    >>> supported_ratio([0.5])
+    0.0
+    >>> supported_ratio([])
+    nan
+    """
+    if not p_supported:
+        return math.nan
+    return sum(p > threshold for p in p_supported) / len(p_supported)
+
+
+class Faithfulness(Metric):
+    """How many of the response's claims the retrieved contexts support.
+
+    Two steps: the judge breaks the response into atomic statements (JSON), then for every statement a
+    `Classify` request reads p(supported) from one forward pass over (joined contexts, statement). The
+    statement extraction is the same request answer_correctness and noise_sensitivity make, so the
+    engine runs it once per sample.
+    """
+
+    name = "faithfulness"
+    required = frozenset({Column.USER_INPUT, Column.RESPONSE, Column.RETRIEVED_CONTEXTS})
+
+    def plan(self, sample: Sample, ctx: PlanContext) -> Plan:
+        question, response = sample.user_input or "", sample.response or ""
+        if not response.strip():
+            return MetricResult.nan("no_statements", note="the response is empty")
+        [raw] = yield [STATEMENTS.request(StatementsInput(question=question, answer=response), ctx.language)]
+        parsed = STATEMENTS.parse(raw)
+        if isinstance(parsed, ParseFailure):
+            return MetricResult.nan(parsed.reason, raw=parsed.raw)
+        statements = [s.strip() for s in parsed.statements if s.strip()]
+        if not statements:
+            return MetricResult.nan("no_statements")
+        context = "\n".join(sample.retrieved_contexts or ())
+        verdicts: list[ClassifyResult] = yield [
+            STATEMENT_SUPPORT.request(SupportInput(context=context, statement=s), ctx.language)
+            for s in statements
+        ]
+        probs = [v.probs[v.labels.index(SUPPORTED)] for v in verdicts]
+        return MetricResult(
+            supported_ratio(probs),
+            details={"statements": statements, "p_supported": [round(p, 6) for p in probs]},
+        )

@@ -1,0 +1,176 @@
+"""The outcome of one evaluation: per-sample scores (or NaN with a reason), aggregates, engine stats and
+provenance, with exports to JSON, CSV, Parquet and pandas."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ascend_eval.data import Sample
+from ascend_eval.engine.scheduler import RoundStats
+from ascend_eval.metrics.base import MetricResult
+from ascend_eval.models.errors import ConfigError
+
+
+def aggregate(name: str, scores: Sequence[float]) -> dict[str, Any]:
+    """NeMo Evaluator's aggregate shape, NaN excluded; `count` is the number of scored samples.
+
+    >>> aggregate("faithfulness", [1.0, float("nan"), 0.5])
+    {'name': 'faithfulness', 'count': 2, 'mean': 0.75, 'min': 0.5, 'max': 1.0, 'nan_count': 1}
+    >>> aggregate("faithfulness", [float("nan")])["mean"] is None
+    True
+    """
+    valid = [s for s in scores if not math.isnan(s)]
+    return {
+        "name": name,
+        "count": len(valid),
+        "mean": sum(valid) / len(valid) if valid else None,
+        "min": min(valid) if valid else None,
+        "max": max(valid) if valid else None,
+        "nan_count": len(scores) - len(valid),
+    }
+
+
+def _jsonable(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+@dataclass
+class EvaluationResult:
+    """Scores of every metric on every sample, in dataset order."""
+
+    samples: list[Sample]
+    results: dict[str, list[MetricResult]]
+    """metric name -> one `MetricResult` per sample."""
+    languages: list[str]
+    rounds: list[RoundStats] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+
+    @property
+    def metrics(self) -> list[str]:
+        return list(self.results)
+
+    def __getitem__(self, metric: str) -> list[float]:
+        """Per-sample scores of one metric (NaN where it could not be scored)."""
+        if metric not in self.results:
+            raise ConfigError(f"No scores for {metric!r}; this result has {self.metrics}.")
+        return [r.score for r in self.results[metric]]
+
+    def aggregates(self) -> list[dict[str, Any]]:
+        """`[{name, count, mean, min, max, nan_count}]`, one entry per metric."""
+        return [aggregate(m, self[m]) for m in self.metrics]
+
+    def nan_reasons(self, metric: str) -> Counter[str]:
+        """How often each reason made this metric NaN."""
+        return Counter(r.reason or "unknown" for r in self.results[metric] if not r.ok)
+
+    def rows(self, *, details: bool = False) -> list[dict[str, Any]]:
+        """One dict per sample: its id, language, inputs and each metric's score and NaN reason."""
+        out = []
+        for i, sample in enumerate(self.samples):
+            row: dict[str, Any] = {"id": sample.id, "language": self.languages[i]}
+            row.update(
+                {
+                    "user_input": sample.user_input,
+                    "response": sample.response,
+                    "retrieved_contexts": list(sample.retrieved_contexts)
+                    if sample.retrieved_contexts
+                    else None,
+                    "reference": sample.reference,
+                }
+            )
+            for metric, results in self.results.items():
+                r = results[i]
+                row[metric] = _jsonable(r.score)
+                row[f"{metric}_reason"] = r.reason
+                if details:
+                    row[f"{metric}_details"] = r.details
+            out.append(row)
+        return out
+
+    def to_dict(self, *, details: bool = True) -> dict[str, Any]:
+        return {
+            "aggregate_scores": self.aggregates(),
+            "samples": self.rows(details=details),
+            "nan_reasons": {m: dict(self.nan_reasons(m)) for m in self.metrics},
+            "engine": {"wall_seconds": self.wall_seconds, "rounds": [asdict(r) for r in self.rounds]},
+            "provenance": self.provenance,
+        }
+
+    def to_json(self, path: str | Path, *, details: bool = True) -> Path:
+        path = Path(path)
+        path.write_text(
+            json.dumps(self.to_dict(details=details), ensure_ascii=False, indent=2), encoding="utf-8"
+        )
+        return path
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Per-sample scores; list columns are written as JSON text. UTF-8 with a BOM so that spreadsheet
+        programs show Chinese correctly."""
+        path = Path(path)
+        rows = self.rows()
+        with path.open("w", newline="", encoding="utf-8-sig") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            for row in rows:
+                writer.writerow(
+                    {
+                        k: json.dumps(v, ensure_ascii=False) if isinstance(v, list) else v
+                        for k, v in row.items()
+                    }
+                )
+        return path
+
+    def to_pandas(self) -> Any:
+        try:
+            import pandas as pd
+        except ImportError as e:
+            from ascend_eval.models.errors import MissingDependencyError
+
+            raise MissingDependencyError("to_pandas() needs pandas: pip install 'ascend-eval[data]'.") from e
+        return pd.DataFrame(self.rows())
+
+    def to_parquet(self, path: str | Path) -> Path:
+        path = Path(path)
+        self.to_pandas().to_parquet(path, index=False)
+        return path
+
+    def save(self, out_dir: str | Path) -> dict[str, Path]:
+        """Write `results.json` (everything), `scores.csv` (per sample) and `summary.json` (aggregates)."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        summary = out / "summary.json"
+        summary.write_text(json.dumps({"aggregate_scores": self.aggregates()}, indent=2), encoding="utf-8")
+        return {
+            "results": self.to_json(out / "results.json"),
+            "scores": self.to_csv(out / "scores.csv"),
+            "summary": summary,
+        }
+
+    def table(self) -> str:
+        """The aggregates as an aligned text table."""
+        header = ("metric", "count", "mean", "min", "max", "nan")
+        body = []
+        for a in self.aggregates():
+            fmt = [f"{a[k]:.4f}" if a[k] is not None else "-" for k in ("mean", "min", "max")]
+            body.append((a["name"], str(a["count"]), *fmt, str(a["nan_count"])))
+        widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+        lines = [
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+            )
+            for r in [header, *body]
+        ]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        means = {a["name"]: None if a["mean"] is None else round(a["mean"], 4) for a in self.aggregates()}
+        return f"EvaluationResult({len(self.samples)} samples, {means})"
