@@ -83,7 +83,8 @@ def evaluate(
 
     Args:
         dataset: a built-in dataset name ("bilingual-example"), a ragas columnar dict, a list of rows,
-            a path to JSON/JSONL/CSV/Parquet, a pandas DataFrame, a Hugging Face `datasets.Dataset` or a RAGAS `EvaluationDataset`.
+            a path to JSON/JSONL/CSV/Parquet, a pandas DataFrame, a Hugging Face `datasets.Dataset` or a
+            RAGAS `EvaluationDataset`.
         metrics: names (RAGAS's or NeMo Evaluator's, e.g. "system/rag-faithfulness"), `Metric`
             instances, or None for every available metric.
         judge: the judge LLM: a shipped name (default "smollm2-135m-instruct", tiny: it demonstrates the
@@ -125,6 +126,13 @@ def evaluate(
         embedder=build_embedder(embedder, device=device) if "embedder" in roles else None,
         reranker=build_reranker(cross_encoder, device=device) if "reranker" in roles else None,
     )
+    # Backends built here are closed here (HTTP pools); objects the caller passed in stay theirs.
+    given = {id(judge), id(embedder), id(cross_encoder)}
+    owned = [
+        b
+        for b in (backends.judge, backends.embedder, backends.reranker)
+        if b is not None and id(b) not in given
+    ]
     rounds: list[RoundStats] = []
 
     def record(stats: RoundStats) -> None:
@@ -151,6 +159,10 @@ def evaluate(
         raise
     finally:
         cache.close()
+        for backend in owned:
+            close = getattr(backend, "close", None)
+            if close is not None:
+                close()
 
     results: dict[str, list[MetricResult]] = {m.name: [] for m in chosen}
     for i in range(len(data)):

@@ -56,3 +56,33 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.getbasetemp() / "ascend-eval-home"
     home.mkdir(exist_ok=True)
     monkeypatch.setenv("ASCEND_EVAL_HOME", str(home))
+
+
+class NgramEmbedder:
+    """A real (if simple) embedder: hashed character trigrams, L2-normalised. Deterministic and instant,
+    for tests about the pipeline rather than about embedding quality."""
+
+    model_id = "ngram-64"
+
+    def __init__(self, dim: int = 64):
+        self.dim = dim
+        self.calls: list[tuple[str, int]] = []
+
+    def embed(self, texts, *, kind="document"):
+        import zlib
+
+        import numpy as np
+
+        self.calls.append((kind, len(texts)))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            padded = f"  {text}  "
+            for j in range(len(padded) - 2):
+                out[i, zlib.crc32(padded[j : j + 3].encode()) % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1, norms)
+
+
+@pytest.fixture
+def ngram_embedder() -> NgramEmbedder:
+    return NgramEmbedder()

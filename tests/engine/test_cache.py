@@ -33,13 +33,15 @@ def test_key_changes_with_model_prompt_version_params_and_input():
     assert key != request_key(base, "m2")
     assert key != request_key(GenerateRequest(CHAT, GenerationParams(max_tokens=8), tag="p@2"), "m1")
     assert key != request_key(GenerateRequest(CHAT, GenerationParams(max_tokens=9), tag="p@1"), "m1")
-    assert key != request_key(GenerateRequest((Message("user", "Is the sky red?"),), base.params, "p@1"), "m1")
+    assert key != request_key(
+        GenerateRequest((Message("user", "Is the sky red?"),), base.params, "p@1"), "m1"
+    )
     assert request_key(EmbedRequest("x", "query"), "e") != request_key(EmbedRequest("x", "document"), "e")
 
 
 def test_every_result_type_round_trips(tmp_path):
     items = [
-        (GenerateRequest(CHAT), GenerateResult("好的 {\"a\": 1}", "stop", 12, 5)),
+        (GenerateRequest(CHAT), GenerateResult('好的 {"a": 1}', "stop", 12, 5)),
         (ClassifyRequest(CHAT, ("0", "1")), ClassifyResult(("0", "1"), (0.25, 0.75), 30)),
         (EmbedRequest("北京"), np.array([0.6, 0.8, 0.0], dtype=np.float32)),
         (CrossScoreRequest("q", "p"), 0.125),

@@ -38,8 +38,11 @@ class StatementCount(Metric):
     required = frozenset({Column.USER_INPUT, Column.RESPONSE})
 
     def plan(self, sample, ctx):
-        [raw] = yield [STATEMENTS.request(StatementsInput(question=sample.user_input, answer=sample.response),
-                                          ctx.language)]
+        [raw] = yield [
+            STATEMENTS.request(
+                StatementsInput(question=sample.user_input, answer=sample.response), ctx.language
+            )
+        ]
         parsed = STATEMENTS.parse(raw)
         return MetricResult(float(len(parsed.statements)))
 

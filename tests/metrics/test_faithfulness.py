@@ -22,13 +22,22 @@ def score(judge, sample, language="en"):
 
 
 def test_fully_supported_english_and_chinese(rule_judge):
-    en = Sample(user_input="Q?", response="Water boils at 100 degrees.", retrieved_contexts=(
-        "Water boils at 100 degrees at sea level.",))
-    zh = Sample(user_input="问？", response="长城始建于春秋时期。秦朝连接了长城。",
-                retrieved_contexts=("长城始建于春秋时期", "秦朝连接了长城，明朝重修。"))
+    en = Sample(
+        user_input="Q?",
+        response="Water boils at 100 degrees.",
+        retrieved_contexts=("Water boils at 100 degrees at sea level.",),
+    )
+    zh = Sample(
+        user_input="问？",
+        response="长城始建于春秋时期。秦朝连接了长城。",
+        retrieved_contexts=("长城始建于春秋时期", "秦朝连接了长城，明朝重修。"),
+    )
     assert score(rule_judge, en).score == 1.0
     result = score(rule_judge, zh, "zh")
-    assert result.score == 1.0 and result.details["statements"] == ["长城始建于春秋时期。", "秦朝连接了长城。"]
+    assert result.score == 1.0 and result.details["statements"] == [
+        "长城始建于春秋时期。",
+        "秦朝连接了长城。",
+    ]
 
 
 def test_contexts_are_joined_for_each_verdict(rule_judge):

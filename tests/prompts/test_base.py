@@ -11,7 +11,7 @@ from ascend_eval.prompts import STATEMENT_SUPPORT, STATEMENTS, ParseFailure, Sta
 def test_static_text_first_sample_last():
     a = STATEMENTS.request(StatementsInput(question="q1", answer="answer one"), "en").messages[0].content
     b = STATEMENTS.request(StatementsInput(question="q2", answer="answer two"), "en").messages[0].content
-    shared = len(next(i for i, (x, y) in enumerate(zip(a, b)) if x != y) * "x")
+    shared = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
     assert a[:shared] == b[:shared]
     assert "answer one" not in a[:shared] and a.endswith("Output:")
     assert len(a) - shared < 60  # only the sample's own input follows the shared prefix
@@ -39,7 +39,10 @@ def parse(text, finish="stop"):
 def test_parse_tolerates_fences_prose_and_full_width_punctuation():
     assert parse('```json\n{"statements": ["a"]}\n```').statements == ["a"]
     assert parse('Here you go: {"statements": ["a", "b"]} Hope it helps').statements == ["a", "b"]
-    assert parse('{“statements”：［“长江很长。”，“长江在中国。”］}').statements == ["长江很长。", "长江在中国。"]
+    assert parse("{“statements”：［“长江很长。”，“长江在中国。”］}").statements == [
+        "长江很长。",
+        "长江在中国。",
+    ]
 
 
 def test_parse_failures_keep_raw_text_and_say_why():

@@ -1,0 +1,466 @@
+"""JSON over HTTP for OpenAI-compatible inference servers (vLLM, NVIDIA NIM, MindIE, OpenAI).
+
+One `EndpointClient` owns one `httpx.Client` (a pool of keep-alive connections) and runs up to
+`parallelism` requests at once from a thread pool. Each request is retried on its own, and `map` returns
+one outcome per body in input order, so a request that still fails after its retries never fails the
+others.
+
+The API key is read once, when the client is built. It lives only in the client's private state and in
+the `Authorization` header of each request: no repr, log line or error message contains it, and text
+that a server echoes back is scrubbed of it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import math
+import os
+import random
+import stat
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from ascend_eval.models.errors import BackendError, ConfigError
+
+if TYPE_CHECKING:
+    import httpx
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Statuses worth another attempt: the server is busy, restarting or overloaded, not refusing the request.
+_RETRY_STATUSES = frozenset({408, 409, 429})
+_RETRY_AFTER_STATUSES = frozenset({429, 503})
+_ENDPOINT_SUFFIXES = ("/chat/completions", "/completions", "/embeddings", "/ranking", "/rerank")
+_EXCERPT_CHARS = 300
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """Where an OpenAI-compatible server is and how to talk to it.
+
+    The config holds where to find the API key, never the key itself, so it can be logged and saved.
+    """
+
+    url: str
+    """Base URL, e.g. "http://127.0.0.1:8000" or "https://api.openai.com/v1"; "/v1" is added when missing."""
+    model: str
+    """Model name sent in every request body (vLLM's --served-model-name, NIM's model id)."""
+    api_key_env: str | None = None
+    """Name of an environment variable holding the API key, e.g. "OPENAI_API_KEY"; read when a client is
+    built. None (with api_key_file None) sends no Authorization header."""
+    api_key_file: str | None = None
+    """Path to a file holding only the API key; it must not be accessible by group or others (chmod 600).
+    Checked when the config is built and again when a client reads it."""
+    request_timeout: float = 60.0
+    """Seconds allowed for each phase of one attempt: connecting, sending, and each wait for response data."""
+    max_retries: int = 3
+    """Further attempts after the first, for connection errors, timeouts, 408, 409, 429 and 5xx."""
+    parallelism: int = 8
+    """Requests in flight at once."""
+    backoff_base: float = 0.5
+    """Seconds before the first retry; doubled for each later one, with random jitter."""
+    backoff_max: float = 20.0
+    """Longest wait in seconds between two attempts, including one a server asks for with Retry-After."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "url", _normalise_url(self.url))
+        if not self.model.strip():
+            raise ConfigError("EndpointConfig.model is empty; pass the model name the server serves.")
+        if self.api_key_env is not None and self.api_key_file is not None:
+            raise ConfigError(
+                f"EndpointConfig got both api_key_env={self.api_key_env!r} and "
+                f"api_key_file={self.api_key_file!r}; pass only one."
+            )
+        if self.api_key_env is not None and not self.api_key_env.strip():
+            raise ConfigError("EndpointConfig.api_key_env is empty; pass a variable name or None.")
+        if self.api_key_file is not None:
+            _checked_key_path(self.api_key_file)
+        if not self.request_timeout > 0:
+            raise ConfigError(f"request_timeout must be > 0 seconds, got {self.request_timeout}.")
+        if self.max_retries < 0:
+            raise ConfigError(f"max_retries must be >= 0, got {self.max_retries}.")
+        if self.parallelism < 1:
+            raise ConfigError(f"parallelism must be >= 1, got {self.parallelism}.")
+        if self.backoff_base < 0 or self.backoff_max < self.backoff_base:
+            raise ConfigError(
+                "Need 0 <= backoff_base <= backoff_max, got "
+                f"backoff_base={self.backoff_base}, backoff_max={self.backoff_max}."
+            )
+
+    def endpoint(self, path: str) -> str:
+        """The full URL of `path` (e.g. "/chat/completions") under the base URL."""
+        return self.url + path
+
+
+def _normalise_url(url: str) -> str:
+    """The base URL without a trailing slash and ending in "/v1".
+
+    >>> _normalise_url("http://127.0.0.1:8000/")
+    'http://127.0.0.1:8000/v1'
+    >>> _normalise_url("https://api.openai.com/v1/")
+    'https://api.openai.com/v1'
+    """
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"EndpointConfig.url must be an http(s) URL like 'http://127.0.0.1:8000', got {url!r}."
+        )
+    if parts.username is not None or parts.password is not None:
+        # The URL shows up in model ids, logs and errors, so it must not carry credentials.
+        raise ConfigError(
+            "EndpointConfig.url must not contain credentials (user:password@host); "
+            "put the API key in an environment variable and pass api_key_env."
+        )
+    if parts.query or parts.fragment:
+        raise ConfigError(f"EndpointConfig.url must be a base URL without '?' or '#', got {url!r}.")
+    path = parts.path.rstrip("/")
+    for suffix in _ENDPOINT_SUFFIXES:
+        if path.endswith(suffix):
+            raise ConfigError(
+                f"EndpointConfig.url is the base URL of the server, not of one endpoint; got {url!r}. "
+                f"Drop {suffix!r} from it."
+            )
+    if not path.endswith("/v1"):
+        path += "/v1"
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def _checked_key_path(path: str) -> Path:
+    """`path` as a Path, after checking that it is a regular file only its owner can access."""
+    p = Path(path).expanduser()
+    try:
+        st = p.stat()
+    except OSError as e:
+        raise ConfigError(f"api_key_file {path!r} cannot be read ({e.strerror}). Check the path.") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"api_key_file {path!r} is not a regular file.")
+    if os.name == "posix" and st.st_mode & 0o077:
+        raise ConfigError(
+            f"api_key_file {path!r} is accessible by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
+            f"a secret must be private to its owner. Run: chmod 600 {path}"
+        )
+    return p
+
+
+def _read_api_key(config: EndpointConfig) -> tuple[str | None, str]:
+    """The API key named by `config` (or None) and a description of where it came from, for messages."""
+    if config.api_key_env is not None:
+        source = f"environment variable {config.api_key_env}"
+        key = os.environ.get(config.api_key_env, "").strip()
+        if not key:
+            raise ConfigError(
+                f"api_key_env={config.api_key_env!r}, but that environment variable is unset or empty. "
+                f"Export it, or pass api_key_env=None for a server without authentication."
+            )
+    elif config.api_key_file is not None:
+        source = f"file {config.api_key_file}"
+        key = _checked_key_path(config.api_key_file).read_text(encoding="utf-8").strip()
+        if not key:
+            raise ConfigError(f"api_key_file {config.api_key_file!r} is empty; write the API key into it.")
+    else:
+        return None, "none"
+    # An illegal header character would make httpx raise an error quoting the whole header, key included.
+    if not all(33 <= ord(c) <= 126 for c in key):
+        raise ConfigError(f"The API key from {source} contains spaces or non-ASCII characters; check it.")
+    return key, source
+
+
+class EndpointError(BackendError):
+    """One request to an endpoint failed: after its retries, or at once when retrying cannot help."""
+
+    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+        """The last HTTP status received, or None when no response came (connection error, timeout)."""
+        self.attempts = attempts
+        """How many times the request was sent."""
+
+
+class _Retryable(Exception):
+    """An attempt that failed in a way another attempt may fix."""
+
+    def __init__(self, reason: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        self.retry_after = retry_after
+
+
+class EndpointClient:
+    """POSTs JSON to one OpenAI-compatible server, with retries, backoff and bounded concurrency.
+
+    Args:
+        config: The server, the model and the retry policy.
+
+    Raises:
+        ConfigError: The API key named by `config` cannot be read.
+    """
+
+    def __init__(self, config: EndpointConfig) -> None:
+        # httpx is imported here, not at module level, so that importing a backend stays cheap.
+        import httpx
+
+        self.config = config
+        self.retries = 0
+        """Attempts repeated so far (all requests together), so callers can report them."""
+        self._httpx = httpx
+        self._key, self._key_source = _read_api_key(config)
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._key is not None:
+            self._headers["Authorization"] = f"Bearer {self._key}"
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(config.request_timeout),
+            limits=httpx.Limits(
+                max_connections=config.parallelism, max_keepalive_connections=config.parallelism
+            ),
+        )
+        self._lock = threading.Lock()
+        self._rng = random.Random()
+
+    def __repr__(self) -> str:
+        return (
+            f"EndpointClient(url={self.config.url!r}, model={self.config.model!r}, key={self._key_source!r})"
+        )
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._http.close()
+
+    def __enter__(self) -> EndpointClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def post(
+        self, path: str, body: Mapping[str, Any], parse: Callable[[dict[str, Any]], T] | None = None
+    ) -> T:
+        """POST one body to `path` and return the parsed response.
+
+        Raises:
+            EndpointError: The request failed after its retries.
+        """
+        [outcome] = self.map(path, [body], parse)
+        if isinstance(outcome, EndpointError):
+            raise outcome
+        return outcome
+
+    def map(
+        self,
+        path: str,
+        bodies: Sequence[Mapping[str, Any]],
+        parse: Callable[[dict[str, Any]], T] | None = None,
+    ) -> list[T | EndpointError]:
+        """POST each body to `path`, up to `parallelism` at a time.
+
+        Args:
+            path: The endpoint under the base URL, e.g. "/chat/completions".
+            bodies: JSON objects, one per request.
+            parse: Turns a response object into the value to return. It raises KeyError, IndexError,
+                TypeError or ValueError when the response has an unexpected shape; that request then
+                fails (without a retry: the server would answer the same way again).
+
+        Returns:
+            One outcome per body, in input order: the parsed response, or the `EndpointError` that
+            request ended with.
+        """
+        url = self.config.endpoint(path)
+        cancel = threading.Event()
+
+        def one(body: Mapping[str, Any]) -> T | EndpointError:
+            return self._post_one(url, body, parse, cancel)
+
+        workers = min(self.config.parallelism, len(bodies))
+        if workers <= 1:
+            return [one(b) for b in bodies]
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ascend-eval-http")
+        try:
+            outcomes = list(pool.map(one, bodies))
+        except BaseException:
+            # Ctrl-C: drop the queued requests and the pending backoff waits instead of finishing them.
+            cancel.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        return outcomes
+
+    def _post_one(
+        self,
+        url: str,
+        body: Mapping[str, Any],
+        parse: Callable[[dict[str, Any]], T] | None,
+        cancel: threading.Event,
+    ) -> T | EndpointError:
+        content = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        attempts = self.config.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._attempt(url, content, parse)
+            except EndpointError as e:
+                e.attempts = attempt
+                logger.warning("%s", e)
+                return e
+            except _Retryable as e:
+                if attempt == attempts:
+                    err = EndpointError(
+                        f"POST {url} failed after {attempts} attempt(s): {e.reason}. "
+                        "Check that the server is up and not overloaded, "
+                        "or raise max_retries or request_timeout.",
+                        status=e.status,
+                        attempts=attempts,
+                    )
+                    logger.warning("%s", err)
+                    return err
+                wait = e.retry_after if e.retry_after is not None else self._backoff(attempt)
+                logger.info(
+                    "POST %s: %s; retry %d of %d in %.2fs", url, e.reason, attempt, attempts - 1, wait
+                )
+                with self._lock:
+                    self.retries += 1
+                if cancel.wait(wait):
+                    return EndpointError(
+                        f"POST {url} was cancelled: {e.reason}", status=e.status, attempts=attempt
+                    )
+        raise AssertionError("unreachable")
+
+    def _attempt(
+        self, url: str, content: bytes, parse: Callable[[dict[str, Any]], T] | None
+    ) -> T | dict[str, Any]:
+        httpx = self._httpx
+        try:
+            response = self._http.post(url, content=content, headers=self._headers)
+        except httpx.TimeoutException as e:
+            raise _Retryable(
+                f"timed out ({type(e).__name__}, request_timeout={self.config.request_timeout}s)"
+            ) from None
+        except (httpx.NetworkError, httpx.RemoteProtocolError) as e:
+            raise _Retryable(f"{type(e).__name__}: {self._scrub(str(e))}") from None
+        except httpx.HTTPError as e:  # e.g. an unsupported protocol: another attempt cannot help
+            raise EndpointError(f"POST {url}: {type(e).__name__}: {self._scrub(str(e))}") from None
+
+        status = response.status_code
+        if status in _RETRY_STATUSES or status >= 500:
+            retry_after = None
+            if status in _RETRY_AFTER_STATUSES:
+                retry_after = _retry_after_seconds(
+                    response.headers.get("Retry-After"), self.config.backoff_max
+                )
+            raise _Retryable(
+                f"HTTP {status}: {self._excerpt(response)}", status=status, retry_after=retry_after
+            )
+        if not 200 <= status < 300:
+            raise EndpointError(
+                f"POST {url}: HTTP {status}: {self._excerpt(response)}{_status_hint(status)}", status=status
+            )
+        try:
+            data = json.loads(response.content)
+        except ValueError:
+            raise EndpointError(
+                f"POST {url}: the response is not valid JSON: {self._excerpt(response)}", status=status
+            ) from None
+        if not isinstance(data, dict):
+            raise EndpointError(
+                f"POST {url}: expected a JSON object, got {type(data).__name__}: {self._excerpt(response)}",
+                status=status,
+            )
+        if parse is None:
+            return data
+        try:
+            return parse(data)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+            reason = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+            raise EndpointError(
+                f"POST {url}: unexpected response body ({self._scrub(reason)}): {self._excerpt(response)}",
+                status=status,
+            ) from None
+
+    def _backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt `attempt` (from 1): exponential, half of it jittered."""
+        ceiling = min(self.config.backoff_max, self.config.backoff_base * 2.0 ** min(attempt - 1, 60))
+        # Jitter spreads out clients that failed together, so they do not all come back at the same moment.
+        with self._lock:
+            return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
+
+    def _excerpt(self, response: httpx.Response) -> str:
+        text = " ".join(response.text.split())
+        if len(text) > _EXCERPT_CHARS:
+            text = text[:_EXCERPT_CHARS] + "…"
+        return self._scrub(text) if text else "(empty body)"
+
+    def _scrub(self, text: str) -> str:
+        """`text` with the API key replaced, in case a server or a library echoes it back."""
+        return text.replace(self._key, "***") if self._key else text
+
+
+def _status_hint(status: int) -> str:
+    if status in (401, 403):
+        return ". Check the API key (api_key_env / api_key_file) and that it may use this model."
+    if status == 404:
+        return ". Check the url (the server's base URL) and that the server offers this endpoint and model."
+    return ""
+
+
+def _retry_after_seconds(value: str | None, cap: float) -> float | None:
+    """The wait a Retry-After header asks for (seconds or an HTTP date), capped at `cap`; None if absent.
+
+    >>> _retry_after_seconds("2", cap=20.0), _retry_after_seconds("90", cap=20.0)
+    (2.0, 20.0)
+    >>> _retry_after_seconds(None, cap=20.0) is None
+    True
+    """
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = (when - datetime.now(timezone.utc)).total_seconds()
+    if math.isnan(seconds):
+        return None
+    return min(max(seconds, 0.0), cap)
+
+
+def discover_model(url: str, *, api_key_env: str | None = None, api_key_file: str | None = None,
+                   timeout: float = 10.0) -> str:
+    """The first model a server lists at `GET /v1/models`, for a URL given without a model name.
+
+    vLLM, NIM and MindIE serve one model per server, so its name is the one to use.
+
+    Raises:
+        BackendError: the server cannot be reached or lists no model (the message says to pass the
+            model name explicitly).
+    """
+    import httpx
+
+    probe = EndpointConfig(url=url, model="?", api_key_env=api_key_env, api_key_file=api_key_file)
+    key, _ = _read_api_key(probe)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    try:
+        response = httpx.get(probe.endpoint("/models"), headers=headers, timeout=timeout)
+        response.raise_for_status()
+        models = [m["id"] for m in response.json()["data"]]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
+        status = isinstance(e, httpx.HTTPStatusError)
+        reason = f"HTTP {e.response.status_code}" if status else type(e).__name__  # type: ignore[union-attr]
+        raise BackendError(
+            f"Could not list the models of {probe.url} ({reason}). Is the server running? Or pass the "
+            "model name explicitly (--judge-model / --embedder-model, or an EndpointConfig)."
+        ) from None
+    if not models:
+        raise BackendError(f"{probe.url}/models lists no model. Pass the model name explicitly.")
+    return str(models[0])

@@ -1,0 +1,41 @@
+"""The command line: models listing, errors, and argument handling."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from ascend_eval.cli.main import _column_map, _split, main
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "ascend_eval", *args], capture_output=True, text=True)
+
+
+def test_models_lists_defaults_and_device():
+    out = cli("models", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    roles = {m["name"]: m["role"] for m in data["models"]}
+    assert roles["smollm2-135m-instruct"] == "judge (default)"
+    assert roles["multilingual-e5-small"] == "embedder (default)"
+    assert data["device"] == "cpu"
+
+
+def test_bad_dataset_exits_2_with_the_fix(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"question": ["q"], "answer": ["a"]}))
+    out = cli("evaluate", str(bad), "--metrics", "faithfulness", "--out", str(tmp_path / "o"), "-q")
+    assert out.returncode == 2
+    assert "retrieved_contexts" in out.stderr and "column_map" in out.stderr
+
+
+def test_unknown_metric_exits_2(tmp_path, capsys):
+    assert main(["evaluate", "bilingual-example", "--metrics", "faithfulnes", "--out", str(tmp_path)]) == 2
+    assert "Did you mean 'faithfulness'" in capsys.readouterr().err
+
+
+def test_argument_helpers():
+    assert _split(["faithfulness,answer_similarity", "x"]) == ["faithfulness", "answer_similarity", "x"]
+    assert _column_map(["user_input=query"]) == {"user_input": "query"}

@@ -1,0 +1,122 @@
+"""evaluate(): validation before any model loads, the whole flow, caching and provenance."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import ascend_eval
+from ascend_eval.models.errors import ConfigError, DataError
+
+
+def test_import_is_light():
+    code = (
+        "import sys, ascend_eval; ascend_eval.evaluate; "
+        "bad = [m for m in ('torch', 'vllm', 'torch_npu', 'transformers', 'pandas') if m in sys.modules]; "
+        "print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_missing_column_fails_before_any_model_loads():
+    code = textwrap.dedent("""
+        import sys, ascend_eval
+        from ascend_eval.models.errors import DataError
+        try:
+            data = {"question": ["q"], "answer": ["a"]}
+            ascend_eval.evaluate(data, ["faithfulness"], judge="/no/such/model")
+        except DataError as e:
+            print(e)
+        print("torch loaded:", "torch" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "faithfulness" in out and "retrieved_contexts" in out and "column_map" in out
+    assert "torch loaded: False" in out
+
+
+def test_unknown_metric_and_language_are_config_errors(rule_judge):
+    with pytest.raises(ConfigError, match="Did you mean"):
+        ascend_eval.evaluate("bilingual-example", ["faithfulnes"], judge=rule_judge)
+    with pytest.raises(ConfigError, match="language="):
+        ascend_eval.evaluate("bilingual-example", ["faithfulness"], judge=rule_judge, language="fr")
+
+
+def test_bundled_example_end_to_end(rule_judge, ngram_embedder, tmp_path):
+    rounds = []
+    result = ascend_eval.evaluate(
+        "bilingual-example",
+        ["faithfulness", "answer_similarity"],
+        judge=rule_judge,
+        embedder=ngram_embedder,
+        cache_dir=tmp_path,
+        progress=False,
+        on_round=rounds.append,
+    )
+    assert len(result.samples) == 16
+    assert result.languages == ["en"] * 8 + ["zh"] * 8
+    assert result.metrics == ["faithfulness", "answer_similarity"]
+    # round 1: 16 statement extractions and 32 embeddings; round 2: every verdict in one batch
+    assert rounds[0].batches == {"judge.generate[statements@1]": 16, "embedder.document": 32}
+    assert list(rounds[1].batches) == ["judge.classify[statement_support@1]"]
+    assert rule_judge.calls[0] == ("generate", 16)
+    assert all(0.0 <= s <= 1.0 for s in result["faithfulness"])
+    assert result.provenance["models"] == {"judge": "rules-v1", "embedder": "ngram-64"}
+    assert result.provenance["prompts"] == ["statement_support@1", "statements@1"]
+
+    again = ascend_eval.evaluate(
+        "bilingual-example", ["faithfulness"], judge=rule_judge, cache_dir=tmp_path, progress=False
+    )
+    assert again["faithfulness"] == result["faithfulness"]
+    assert len(rule_judge.calls) == 2  # the re-run was answered entirely from the cache
+
+
+def test_language_can_be_forced(rule_judge):
+    result = ascend_eval.evaluate(
+        "bilingual-example",
+        ["faithfulness"],
+        judge=rule_judge,
+        language="zh",
+        cache_dir=False,
+        progress=False,
+    )
+    assert set(result.languages) == {"zh"}
+
+
+def test_only_needed_backends_are_built(rule_judge):
+    # answer_similarity alone needs no judge: an unusable judge spec is never touched
+    class Unit:
+        model_id = "unit"
+
+        def embed(self, texts, *, kind="document"):
+            import numpy as np
+
+            return np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)
+
+    result = ascend_eval.evaluate(
+        "bilingual-example",
+        ["answer_similarity"],
+        judge="/no/such/model",
+        embedder=Unit(),
+        cache_dir=False,
+        progress=False,
+    )
+    assert result["answer_similarity"][0] == pytest.approx(1.0)
+
+
+def test_column_map_reaches_the_loader(rule_judge):
+    data = {"query": ["Q?"], "answer": ["A holds."], "docs": [["A holds"]]}
+    result = ascend_eval.evaluate(
+        data,
+        ["faithfulness"],
+        judge=rule_judge,
+        cache_dir=False,
+        progress=False,
+        column_map={"user_input": "query", "retrieved_contexts": "docs"},
+    )
+    assert result["faithfulness"] == [1.0]
+    with pytest.raises(DataError):
+        ascend_eval.evaluate(data, ["faithfulness"], judge=rule_judge, cache_dir=False, progress=False)

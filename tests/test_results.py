@@ -1,0 +1,72 @@
+"""EvaluationResult: aggregates in NeMo's shape, NaN accounting and exports."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from ascend_eval.data import Sample
+from ascend_eval.metrics import MetricResult
+from ascend_eval.models.errors import ConfigError
+from ascend_eval.results import EvaluationResult
+
+
+@pytest.fixture
+def result():
+    samples = [
+        Sample(user_input="问题一？", response="答", retrieved_contexts=("上下文",), id="a"),
+        Sample(user_input="Q2?", response="A", retrieved_contexts=("C",), id="b"),
+        Sample(user_input="Q3?", response="A", retrieved_contexts=("C",), id="c"),
+    ]
+    return EvaluationResult(
+        samples=samples,
+        results={
+            "faithfulness": [
+                MetricResult(1.0),
+                MetricResult.nan("parse_failure: x", raw="oops"),
+                MetricResult(0.5),
+            ],
+            "answer_similarity": [MetricResult.nan("backend_error: y")] * 3,
+        },
+        languages=["zh", "en", "en"],
+        provenance={"models": {"judge": "j"}},
+    )
+
+
+def test_aggregates(result):
+    faith, sim = result.aggregates()
+    assert faith == {"name": "faithfulness", "count": 2, "mean": 0.75, "min": 0.5, "max": 1.0, "nan_count": 1}
+    assert sim["count"] == 0 and sim["mean"] is None and sim["nan_count"] == 3
+    assert result.nan_reasons("faithfulness") == {"parse_failure: x": 1}
+    assert math.isnan(result["faithfulness"][1])
+    with pytest.raises(ConfigError):
+        result["nope"]
+
+
+def test_json_export(result, tmp_path):
+    data = json.loads(result.to_json(tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert data["aggregate_scores"][0]["mean"] == 0.75
+    assert data["samples"][0]["user_input"] == "问题一？" and data["samples"][1]["faithfulness"] is None
+    assert data["samples"][1]["faithfulness_details"] == {"raw": "oops"}
+    assert data["provenance"]["models"]["judge"] == "j"
+
+
+def test_csv_and_parquet_and_pandas(result, tmp_path):
+    with open(result.to_csv(tmp_path / "s.csv"), encoding="utf-8-sig", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows[0]["retrieved_contexts"] == '["上下文"]' and rows[0]["faithfulness"] == "1.0"
+    assert rows[1]["faithfulness_reason"] == "parse_failure: x"
+    frame = pd.read_parquet(result.to_parquet(tmp_path / "s.parquet"))
+    assert list(frame["id"]) == ["a", "b", "c"] and frame["faithfulness"].isna().sum() == 1
+    assert result.to_pandas().shape[0] == 3
+
+
+def test_table_and_save(result, tmp_path):
+    table = result.table()
+    assert "faithfulness" in table and "0.7500" in table and table.splitlines()[0].startswith("metric")
+    paths = result.save(tmp_path / "out")
+    assert sorted(p.name for p in paths.values()) == ["results.json", "scores.csv", "summary.json"]
