@@ -65,8 +65,10 @@ class GenerationParams:
 
     @staticmethod
     def schema_text(schema: dict[str, Any]) -> str:
-        """Canonical JSON text of a schema, so equal schemas hash equally."""
-        return json.dumps(schema, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        """Compact JSON text of a schema. Key order is kept, not sorted: constrained decoders emit object
+        fields in schema order, so a prompt that wants a reason before its verdict must get it that way.
+        Schemas come from pydantic models, whose output order is stable, so equal schemas hash equally."""
+        return json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)

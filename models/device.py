@@ -53,6 +53,12 @@ class DeviceInfo:
         """The string torch accepts, e.g. "npu:0", "cuda:1" or "cpu"."""
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
+    @property
+    def default_dtype(self) -> str:
+        """The dtype for `dtype="auto"`: bfloat16 on accelerators (NPUs and current GPUs run it natively),
+        float32 on the CPU (bfloat16 matmuls there are slow or emulated on most processors)."""
+        return "float32" if self.type == "cpu" else "bfloat16"
+
     def _module(self) -> Any:
         # torch.npu exists once torch_npu is imported; torch.cuda always exists.
         return getattr(_torch(), self.type)

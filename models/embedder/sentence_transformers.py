@@ -7,7 +7,6 @@ so each batch pads to similar lengths, and hands results back in input order.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Sequence
@@ -21,42 +20,12 @@ from numpy.typing import NDArray
 from ascend_eval.models.base import EmbedKind
 from ascend_eval.models.device import resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, DataError, MissingDependencyError
+from ascend_eval.models.paths import local_model_id
 
 logger = logging.getLogger(__name__)
 
-_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".onnx", ".gguf", ".xml")
-_GENERIC_DIR_NAMES = frozenset({"model", "models", "checkpoint", "weights"})
 _KINDS = ("query", "document")
 _DOCUMENT_PROMPT_NAMES = ("document", "passage")
-
-
-def local_model_id(path: Path) -> str:
-    """Name a local model by its directory and content: `<dir name>@<12 hex digits>`.
-
-    A generic directory name ("model", "checkpoint", ...) is prefixed with its parent's name.
-
-    The hash covers the text of every JSON file (configs, tokenizer) and the size of every weight file, in
-    the directory and its subdirectories: cheap to compute, and it changes when the model is swapped or
-    re-converted even if the directory keeps its name.
-
-    Raises:
-        ConfigError: `path` is not a directory.
-    """
-    path = Path(path)
-    if not path.is_dir():
-        raise ConfigError(f"Model path {str(path)!r} is not a directory. Pass a local model directory.")
-    digest = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        rel = file.relative_to(path)
-        if any(part.startswith(".") for part in rel.parts):
-            continue  # caches and VCS metadata say nothing about the weights
-        if file.suffix == ".json":
-            digest.update(f"{rel.as_posix()}\0".encode() + file.read_bytes() + b"\0")
-        elif file.suffix in _WEIGHT_SUFFIXES:
-            digest.update(f"{rel.as_posix()}\0{file.stat().st_size}\0".encode())
-    # A package that ships its model in a directory called "model" is better known by the package's name.
-    name = f"{path.parent.name}/{path.name}" if path.name in _GENERIC_DIR_NAMES else path.name
-    return f"{name}@{digest.hexdigest()[:12]}"
 
 
 def check_model_dir(model: Path, *, what: str) -> Path:

@@ -21,9 +21,9 @@ from ascend_eval.models.device import resolve_device
 from ascend_eval.models.embedder.sentence_transformers import (
     check_model_dir,
     import_sentence_transformers,
-    local_model_id,
 )
 from ascend_eval.models.errors import BackendError, ConfigError, DataError
+from ascend_eval.models.paths import local_model_id
 
 logger = logging.getLogger(__name__)
 

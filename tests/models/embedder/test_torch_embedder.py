@@ -16,9 +16,9 @@ from ascend_eval.models.base import Embedder
 from ascend_eval.models.embedder.sentence_transformers import (
     TorchEmbedder,
     TorchEmbedderConfig,
-    local_model_id,
 )
 from ascend_eval.models.errors import ConfigError, DataError
+from ascend_eval.models.paths import local_model_id
 
 TEXTS = [
     "A short one.",
