@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,7 +39,9 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     def show(stats: RoundStats) -> None:
         if not args.quiet:
-            print(stats.line(), file=sys.stderr)
+            from tqdm.auto import tqdm
+
+            tqdm.write(stats.line(), file=sys.stderr)  # printed above the progress bar, not through it
 
     # Endpoints named on the command line get their model name and key from the flags.
     judge = args.judge
@@ -153,6 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if not args.verbose:
+        # The library leaves these to the user; the command line keeps its own output readable: our
+        # progress bar and round stats, without the model libraries' loading bars and notices.
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )

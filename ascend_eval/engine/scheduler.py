@@ -155,7 +155,14 @@ class Engine:
 
         outcomes: dict[PlanId, Any] = {}
         waiting: dict[PlanId, Sequence[Request]] = {}
-        bar = tqdm(total=len(plans), desc="evaluating", unit="score", disable=not self.progress, leave=False)
+        # disable=None lets tqdm switch itself off when stderr is not a terminal (logs, CI, pipes).
+        bar = tqdm(
+            total=len(plans),
+            desc="evaluating",
+            unit="score",
+            disable=None if self.progress else True,
+            leave=False,
+        )
         try:
             for pid, plan in plans.items():
                 self._advance(pid, plan, None, waiting, outcomes)

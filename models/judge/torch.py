@@ -38,8 +38,6 @@ __all__ = ["TorchJudge", "TorchJudgeConfig"]
 log = logging.getLogger(__name__)
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
-# What dtype="auto" means on each device type: bf16 where the hardware computes it natively, fp32 on the CPU
-# (bf16 matmuls on most CPUs are emulated and slower than fp32).
 _LABEL_CONTEXT_CHARS = 32
 """How much of the prompt's end is re-tokenised to see how a label's first token joins the prompt."""
 
