@@ -1,5 +1,7 @@
 """Turn what a user passes as `judge=`, `embedder=` or `cross_encoder=` into a model runtime.
 
+Local models are wrapped in `Deferred`: their weights load when the first request reaches them.
+
 Accepted everywhere: an object that already implements the role's protocol; the name of a shipped
 default model; a local path (a Hugging Face directory, or a `.gguf` file for a judge), optionally written
 `local:PATH`; or an `http(s)://` URL of an OpenAI-compatible server.
@@ -7,14 +9,80 @@ default model; a local path (a Hugging Face directory, or a `.gguf` file for a j
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.models.base import Embedder, Judge, Reranker, Role
+from ascend_eval.models.base import (
+    ClassifyRequest,
+    ClassifyResult,
+    Embedder,
+    EmbedKind,
+    GenerateRequest,
+    GenerateResult,
+    Judge,
+    Reranker,
+    Role,
+)
 from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.paths import local_model_id
 from ascend_eval.models.registry import DEFAULTS, SHIPPED
 
+logger = logging.getLogger("ascend_eval.backends")
+
 ModelSpec = str | Path | Any
+
+
+class Deferred:
+    """A local model runtime that loads its weights on first use.
+
+    Cache keys need only the model's identity, which comes from its files, so a run whose requests are all
+    cached (a finished run re-opened, or a resumed one past a model's last round) never loads that model.
+    It implements every role's methods; only the wrapped backend's role is ever called.
+    """
+
+    def __init__(self, model_id: str, role: Role, build: Callable[[], Any]) -> None:
+        self.model_id = model_id
+        self.role = role
+        self._build = build
+        self._backend: Any = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._backend is not None
+
+    def backend(self) -> Any:
+        if self._backend is None:
+            started = time.perf_counter()
+            self._backend = self._build()
+            if self._backend.model_id != self.model_id:  # the identity the cache was keyed with must hold
+                raise ConfigError(
+                    f"{self.role} loaded as {self._backend.model_id!r}, expected {self.model_id!r}: "
+                    "the model files changed while loading. Run again."
+                )
+            logger.info("loaded %s %s in %.1fs", self.role, self.model_id, time.perf_counter() - started)
+        return self._backend
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        return self.backend().generate(requests) if requests else []
+
+    def classify(self, requests: Sequence[ClassifyRequest]) -> list[ClassifyResult]:
+        return self.backend().classify(requests) if requests else []
+
+    def embed(self, texts: Sequence[str], *, kind: EmbedKind = "document") -> Any:
+        return self.backend().embed(texts, kind=kind)
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> Any:
+        return self.backend().score(pairs)
+
+    def close(self) -> None:
+        if self._backend is not None and hasattr(self._backend, "close"):
+            self._backend.close()
+
+    def __repr__(self) -> str:
+        return f"Deferred({self.role}={self.model_id!r}, loaded={self.loaded})"
 
 
 def _is_url(spec: str) -> bool:
@@ -60,7 +128,13 @@ def build_judge(
         return OpenAIJudge(_endpoint(spec, model, api_key_env))
     from ascend_eval.models.judge.torch import TorchJudge, TorchJudgeConfig
 
-    return TorchJudge(TorchJudgeConfig(model=str(_local_path(spec, "judge")), device=device))
+    path = _local_path(spec, "judge")
+    if path.suffix.lower() == ".gguf":
+        from ascend_eval.models.judge.gguf import checkpoint_from_gguf
+
+        path = checkpoint_from_gguf(path)  # converted once; its directory names the model
+    config = TorchJudgeConfig(model=str(path), device=device)  # validated now, loaded on first use
+    return Deferred(local_model_id(path), "judge", lambda: TorchJudge(config))  # type: ignore[return-value]
 
 
 def build_embedder(
@@ -75,9 +149,15 @@ def build_embedder(
         from ascend_eval.models.embedder.openai import OpenAIEmbedder
 
         return OpenAIEmbedder(_endpoint(spec, model, api_key_env))
-    from ascend_eval.models.embedder.sentence_transformers import TorchEmbedder, TorchEmbedderConfig
+    from ascend_eval.models.embedder.sentence_transformers import (
+        TorchEmbedder,
+        TorchEmbedderConfig,
+        check_model_dir,
+    )
 
-    return TorchEmbedder(TorchEmbedderConfig(model=str(_local_path(spec, "embedder")), device=device))
+    path = check_model_dir(_local_path(spec, "embedder"), what="embedder")
+    config = TorchEmbedderConfig(model=str(path), device=device)
+    return Deferred(local_model_id(path), "embedder", lambda: TorchEmbedder(config))  # type: ignore[return-value]
 
 
 def build_reranker(
@@ -99,6 +179,9 @@ def build_reranker(
         from ascend_eval.models.reranker.openai import OpenAIReranker
 
         return OpenAIReranker(_endpoint(spec, model, api_key_env))
+    from ascend_eval.models.embedder.sentence_transformers import check_model_dir
     from ascend_eval.models.reranker.cross_encoder import TorchReranker, TorchRerankerConfig
 
-    return TorchReranker(TorchRerankerConfig(model=str(_local_path(spec, "reranker")), device=device))
+    path = check_model_dir(_local_path(spec, "reranker"), what="cross_encoder")
+    config = TorchRerankerConfig(model=str(path), device=device)
+    return Deferred(local_model_id(path), "reranker", lambda: TorchReranker(config))  # type: ignore[return-value]

@@ -11,6 +11,9 @@ import pytest
 from ascend_eval.models.base import ClassifyRequest, GenerateRequest
 from ascend_eval.models.judge.replay import ReplayJudge
 
+# Tiny judge checkpoints (built in the session from a config, never downloaded), shared by every folder.
+pytest_plugins = ["tests.tiny_models"]
+
 # No model hub exists here or in CI: any attempt to download must fail fast instead of hanging.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

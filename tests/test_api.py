@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +121,36 @@ def test_column_map_reaches_the_loader(rule_judge):
     assert result["faithfulness"] == [1.0]
     with pytest.raises(DataError):
         ascend_eval.evaluate(data, ["faithfulness"], judge=rule_judge, cache_dir=False, progress=False)
+
+
+def test_a_killed_evaluation_resumes_from_its_cache(rule_judge, tmp_path):
+    """kill -9 in the middle of the verdict round; the re-run pays only for what was not answered."""
+    repo = Path(__file__).resolve().parents[1]
+    script = textwrap.dedent(f"""
+        import os, signal
+        import ascend_eval
+        from ascend_eval.models.judge.replay import ReplayJudge
+        from tests.conftest import statements_rule
+
+        def die(request):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        judge = ReplayJudge(statements_rule, die, model_id="rules-v1")
+        ascend_eval.evaluate("bilingual-example", ["faithfulness"], judge=judge, cache_dir={str(tmp_path)!r},
+                             progress=False)
+    """)
+    run = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True, text=True)
+    assert run.returncode == -9, run.stderr
+
+    rounds = []
+    result = ascend_eval.evaluate(
+        "bilingual-example",
+        ["faithfulness"],
+        judge=rule_judge,
+        cache_dir=tmp_path,
+        progress=False,
+        on_round=rounds.append,
+    )
+    assert rounds[0].cache_hits == 16 and rounds[0].sent == 0
+    assert [kind for kind, _ in rule_judge.calls] == ["classify"]
+    assert result.aggregates()[0]["count"] == 16
