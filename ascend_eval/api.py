@@ -21,6 +21,7 @@ from ascend_eval.data import Dataset, load_dataset, validate
 from ascend_eval.engine import Backends, Engine, PlanError, RequestCache, RoundStats
 from ascend_eval.examples import builtin_dataset
 from ascend_eval.metrics import Metric, MetricResult, PlanContext, resolve_metrics
+from ascend_eval.models.base import GenerationParams
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.paths import cache_root
 from ascend_eval.results import EvaluationResult
@@ -77,6 +78,7 @@ def evaluate(
     column_map: Mapping[str, str] | None = None,
     progress: bool = True,
     chunk_size: int = 1024,
+    dedupe: bool = True,
     on_round: Any = None,
 ) -> EvaluationResult:
     """Score a RAG dataset with RAGAS metrics on local (or endpoint) models.
@@ -101,7 +103,9 @@ def evaluate(
         language: prompt language: "auto" (per sample, by its share of Chinese characters), "en" or "zh".
         column_map: our column name -> your dataset's column, e.g. {"user_input": "query"}.
         progress: show a progress bar.
-        chunk_size: at most this many requests per backend call (and per cache commit).
+        chunk_size: at most this many requests per backend call (and per cache commit); 1 sends every
+            request on its own, as RAGAS does (benchmarks use it for comparison).
+        dedupe: run identical requests once (turn off only to measure what it saves).
         on_round: optional callable receiving each engine round's `RoundStats`.
 
     Returns:
@@ -140,7 +144,7 @@ def evaluate(
         if on_round is not None:
             on_round(stats)
 
-    engine = Engine(backends, cache, chunk_size=chunk_size, progress=progress, on_round=record)
+    engine = Engine(backends, cache, chunk_size=chunk_size, dedupe=dedupe, progress=progress, on_round=record)
     plans = {
         (i, m.name): m.plan(sample, PlanContext(language=languages[i]))
         for i, sample in enumerate(data)
@@ -186,6 +190,7 @@ def evaluate(
         "metrics": {m.name: m.params for m in chosen},
         "prompts": sorted(engine.prompt_tags),
         "language": language,
+        "decoding": {"temperature": 0.0, "seed": GenerationParams().seed},
         "dataset": {"source": data.source, "samples": len(data)},
         "cache": str(cache.path) if cache.path else None,
         "versions": _versions(),

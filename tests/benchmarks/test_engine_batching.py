@@ -1,0 +1,28 @@
+"""A smoke run of the batching benchmark (2 samples, tiny judge), so that it cannot rot."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from ascend_eval.models.embedder.shipped import minilm_path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_smoke(tiny_llama_dir, tmp_path):
+    run = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "engine_batching.py"), "--samples", "2", "--judge",
+         str(tiny_llama_dir), "--embedder", str(minilm_path()), "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads((tmp_path / "engine_batching.json").read_text())
+    batched, single = (
+        next(r for r in report["runs"] if r["mode"] == m) for m in ("batched", "one_at_a_time")
+    )
+    assert batched["requests"] == single["requests"] and single["sent"] == single["requests"]
+    assert batched["sent"] <= single["sent"]
+    assert "batched is" in (tmp_path / "engine_batching.md").read_text()
