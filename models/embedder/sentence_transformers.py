@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ascend_eval.models.base import EmbedKind
+from ascend_eval.models.checks import device_spec, model_path, positive_int
 from ascend_eval.models.device import resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, DataError, MissingDependencyError
 from ascend_eval.models.paths import local_model_id
@@ -101,25 +102,14 @@ class TorchEmbedderConfig:
     """Tokens per text (longer texts are truncated); None keeps the model's own setting."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.model, (str, Path)) or not str(self.model):
-            raise ConfigError(f"model must be a local directory path, got {self.model!r}.")
-        object.__setattr__(self, "model", Path(self.model))
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r}.")
+        object.__setattr__(self, "model", model_path(self.model))
+        positive_int("batch_size", self.batch_size)
         for name in ("query_prompt", "document_prompt"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ConfigError(f"{name} must be a string or None, got {value!r}.")
-        if self.max_seq_length is not None and (
-            isinstance(self.max_seq_length, bool)
-            or not isinstance(self.max_seq_length, int)
-            or self.max_seq_length < 1
-        ):
-            raise ConfigError(f"max_seq_length must be an integer >= 1 or None, got {self.max_seq_length!r}.")
-        if self.device is not None and not isinstance(self.device, str):
-            raise ConfigError(
-                f"device must be a string such as 'cpu' or 'npu:0', or None; got {self.device!r}."
-            )
+        positive_int("max_seq_length", self.max_seq_length, optional=True)
+        device_spec(self.device)
 
 
 class TorchEmbedder:

