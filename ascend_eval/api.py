@@ -75,6 +75,8 @@ def evaluate(
     device: str | None = None,
     cache_dir: str | Path | Literal[False] | None = None,
     language: str = "auto",
+    ragas_compat: bool = False,
+    judge_mode: str = "classify",
     column_map: Mapping[str, str] | None = None,
     progress: bool = True,
     chunk_size: int = 1024,
@@ -101,6 +103,10 @@ def evaluate(
         cache_dir: where answered requests are cached (default `~/.cache/ascend-eval/requests`);
             False disables the cache. A re-run with the same inputs resumes from it.
         language: prompt language: "auto" (per sample, by its share of Chinese characters), "en" or "zh".
+        ragas_compat: reproduce RAGAS's scores exactly, quirks included (see the metrics docs' table of
+            differences); by default the sensible behaviour is used where RAGAS has a quirk.
+        judge_mode: "classify" (verdicts and ratings from next-token probabilities, one forward pass each)
+            or "generate" (RAGAS's procedure: schema-constrained JSON verdicts with reasons).
         column_map: our column name -> your dataset's column, e.g. {"user_input": "query"}.
         progress: show a progress bar.
         chunk_size: at most this many requests per backend call (and per cache commit); 1 sends every
@@ -122,6 +128,8 @@ def evaluate(
     chosen = resolve_metrics(metrics)
     validate(data, {m.name: m.required for m in chosen})
     languages = _languages(data, language)
+    if judge_mode not in ("classify", "generate"):
+        raise ConfigError(f"judge_mode={judge_mode!r}; valid: 'classify', 'generate'.")
     roles = set().union(*(m.roles for m in chosen))
     cache = _cache(cache_dir)
 
@@ -146,7 +154,7 @@ def evaluate(
 
     engine = Engine(backends, cache, chunk_size=chunk_size, dedupe=dedupe, progress=progress, on_round=record)
     plans = {
-        (i, m.name): m.plan(sample, PlanContext(language=languages[i]))
+        (i, m.name): m.plan(sample, PlanContext(languages[i], ragas_compat, judge_mode))  # type: ignore[arg-type]
         for i, sample in enumerate(data)
         for m in chosen
     }
@@ -190,6 +198,8 @@ def evaluate(
         "metrics": {m.name: m.params for m in chosen},
         "prompts": sorted(engine.prompt_tags),
         "language": language,
+        "ragas_compat": ragas_compat,
+        "judge_mode": judge_mode,
         "decoding": {"temperature": 0.0, "seed": GenerationParams().seed},
         "dataset": {"source": data.source, "samples": len(data)},
         "cache": str(cache.path) if cache.path else None,

@@ -65,6 +65,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         device=args.device,
         cache_dir=False if args.no_cache else args.cache_dir,
         language=args.language,
+        ragas_compat=args.ragas_compat,
+        judge_mode=args.judge_mode,
         column_map=_column_map(args.column_map),
         progress=not args.quiet,
         on_round=show,
@@ -136,6 +138,15 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--api-key-env", help="environment variable holding the servers' API key")
     ev.add_argument("--device", help="auto, cpu, cuda[:N] or npu[:N]")
     ev.add_argument("--language", default="auto", choices=["auto", "en", "zh"])
+    ev.add_argument(
+        "--ragas-compat", action="store_true", help="reproduce RAGAS's scores exactly, quirks included"
+    )
+    ev.add_argument(
+        "--judge-mode",
+        default="classify",
+        choices=["classify", "generate"],
+        help="verdicts from next-token probabilities (classify) or as JSON with reasons (generate)",
+    )
     ev.add_argument("--column-map", nargs="+", metavar="OURS=THEIRS", help="e.g. user_input=query")
     ev.add_argument(
         "--out", type=Path, required=True, help="folder for results.json, scores.csv, summary.json"

@@ -42,12 +42,21 @@ class MetricResult:
         return not math.isnan(self.score)
 
 
+JudgeMode = Literal["classify", "generate"]
+
+
 @dataclass(frozen=True)
 class PlanContext:
     """Per-sample settings a plan reads."""
 
     language: Language
     """The prompt language chosen for this sample ("auto" is resolved before plans start)."""
+    ragas_compat: bool = False
+    """Reproduce RAGAS's arithmetic exactly, quirks included (epsilons, NaN handling, exact-string entity
+    matching), instead of the sensible defaults. Each difference is listed in the metrics docs."""
+    judge_mode: JudgeMode = "classify"
+    """"classify": verdicts and ratings are `Classify` requests answered from next-token probabilities in
+    one forward pass. "generate": RAGAS's procedure, schema-constrained JSON with a reason per verdict."""
 
 
 Plan = Generator[Sequence[Request], list[Any], MetricResult]
