@@ -5,12 +5,27 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from ascend_eval.metrics.answer_correctness import AnswerCorrectness
+from ascend_eval.metrics.answer_relevancy import AnswerRelevancy
 from ascend_eval.metrics.answer_similarity import AnswerSimilarity
 from ascend_eval.metrics.base import Metric, MetricResult, PlanContext
+from ascend_eval.metrics.context_precision import ContextPrecision, ContextUtilization
+from ascend_eval.metrics.context_recall import ContextRecall
 from ascend_eval.metrics.faithfulness import Faithfulness
 from ascend_eval.models.errors import ConfigError
 
-METRICS: dict[str, type[Metric]] = {cls.name: cls for cls in (Faithfulness, AnswerSimilarity)}
+METRICS: dict[str, type[Metric]] = {
+    cls.name: cls
+    for cls in (
+        AnswerCorrectness,
+        AnswerRelevancy,
+        AnswerSimilarity,
+        ContextPrecision,
+        ContextRecall,
+        ContextUtilization,
+        Faithfulness,
+    )
+}
 
 RAGAS_METRICS = (
     "answer_correctness", "answer_relevancy", "answer_similarity", "context_precision", "context_recall",
@@ -87,7 +102,12 @@ def resolve_metrics(metrics: Iterable[str | Metric] | str | Metric | None) -> li
 __all__ = [
     "ALIASES",
     "METRICS",
+    "AnswerCorrectness",
+    "AnswerRelevancy",
     "AnswerSimilarity",
+    "ContextPrecision",
+    "ContextRecall",
+    "ContextUtilization",
     "Faithfulness",
     "Metric",
     "MetricResult",

@@ -21,7 +21,7 @@ def test_typo_gets_did_you_mean():
 
 def test_known_but_unavailable_metric_says_so():
     with pytest.raises(ConfigError, match="not available in this version"):
-        canonical_name("system/rag-context-recall")
+        canonical_name("system/rag-context-entity-recall")
 
 
 def test_resolve_dedupes_aliases_and_keeps_instances():
