@@ -2,8 +2,10 @@
 
 Requests are rendered with the tokenizer's chat template, sorted longest first, cut into batches by a
 padded-token budget, left-padded and run; results come back in input order. `classify` answers from the
-next-token distribution of one forward pass; `generate` decodes greedily (or with seeded sampling), honours
-stop strings, and constrains output to a JSON schema with xgrammar, the grammar engine vLLM uses.
+next-token distribution of one forward pass; when the rows of a batch share a long prompt prefix (a prompt's
+instruction and few-shot examples), that prefix runs once and its KV cache serves every row. `generate`
+decodes greedily (or with seeded sampling), honours stop strings, and constrains output to a JSON schema with
+xgrammar, the grammar engine vLLM uses.
 
 torch, transformers and xgrammar are imported when a judge is built, not when this module is imported.
 """
@@ -40,6 +42,9 @@ log = logging.getLogger(__name__)
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _LABEL_CONTEXT_CHARS = 32
 """How much of the prompt's end is re-tokenised to see how a label's first token joins the prompt."""
+_PREFIX_GROUP_TOKENS = 64
+"""`classify` batches together rows whose first this-many tokens agree, so that a batch's rows share one
+prompt's instruction rather than only the chat template's preamble (24 tokens for SmolLM2)."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,9 @@ class TorchJudgeConfig:
     """"auto" (bfloat16 on NPU and CUDA, float32 on the CPU), "float32", "bfloat16" or "float16"."""
     token_budget: int = 16384
     """Padded tokens per forward batch (rows x longest row). For `generate` a row counts its prompt plus
-    its `max_tokens`, which bounds the batch's KV cache. Lower it if a batch runs out of memory."""
+    its `max_tokens`, which bounds the batch's KV cache. A `classify` batch that shares a prompt prefix
+    counts it once (prefix + rows x longest suffix), though its KV cache still holds rows x full length.
+    Lower it if a batch runs out of memory."""
     max_batch_size: int = 64
     """Most rows in one batch, whatever the budget."""
     max_model_len: int | None = None
@@ -63,6 +70,10 @@ class TorchJudgeConfig:
     that does not fit fails alone (with an error in its result); generation stops there with "length"."""
     trust_remote_code: bool = False
     """Allow a checkpoint's own Python code to run (transformers' `trust_remote_code`)."""
+    min_shared_prefix: int = 32
+    """Fewest prompt tokens the rows of a `classify` batch must share for that prefix to run once, its KV
+    cache expanded to every row; 0 turns prefix sharing off. Below it the extra forward call costs more than
+    the rows save."""
 
     def __post_init__(self) -> None:
         path = Path(self.model).expanduser()
@@ -80,6 +91,11 @@ class TorchJudgeConfig:
             raise ConfigError(f"TorchJudgeConfig.token_budget must be >= 1, got {self.token_budget}.")
         if self.max_batch_size < 1:
             raise ConfigError(f"TorchJudgeConfig.max_batch_size must be >= 1, got {self.max_batch_size}.")
+        if self.min_shared_prefix < 0:
+            raise ConfigError(
+                f"TorchJudgeConfig.min_shared_prefix must be >= 0 (0 turns prefix sharing off), "
+                f"got {self.min_shared_prefix}."
+            )
         if self.max_model_len is not None and self.max_model_len < 2:
             raise ConfigError(
                 f"TorchJudgeConfig.max_model_len must be >= 2 or None, got {self.max_model_len}."
@@ -108,8 +124,11 @@ class TorchJudge:
         model_id: the checkpoint's directory name plus a short content hash (see `paths.local_model_id`).
         device: where the model runs.
         max_model_len: the effective limit on prompt plus output tokens (None: unlimited).
-        forward_batches: how many batches have run so far (one forward pass per `classify` batch, one
-            `model.generate` call per `generate` batch); for logs and tests.
+        forward_batches: how many model calls have run so far (one forward pass per `classify` batch, two
+            when its rows share a prompt prefix; one `model.generate` call per `generate` batch); for logs
+            and tests.
+        prefix_tokens_reused: how many prompt tokens `classify` did not recompute because a batch's rows
+            shared them (rows - 1 times the shared prefix, summed over batches).
 
     Raises:
         ConfigError: a setting is invalid for this model.
@@ -178,7 +197,9 @@ class TorchJudge:
         self.chat = ChatRenderer(tok)
         self.label_softmax = LabelSoftmax(self.device.type)
         self.forward_batches = 0
+        self.prefix_tokens_reused = 0
         self._keeps_last_logits = "logits_to_keep" in _forward_params(self.model)
+        self._cache_kwarg = self._prefix_cache_kwarg()
         self._label_cache: dict[tuple[str, str], tuple[int, ...]] = {}
         self._grammar_compiler: Any = None
 
@@ -201,6 +222,28 @@ class TorchJudge:
                 "stop. Set eos_token in its tokenizer_config.json."
             )
         return tuple(ids)
+
+    def _prefix_cache_kwarg(self) -> str | None:
+        """The forward argument that takes a KV cache, or None where `classify` cannot share prefixes.
+
+        Sharing needs every layer's cache to be transformers' plain `DynamicLayer`: full attention whose
+        `update` concatenates new keys onto the cached ones. Sliding-window, chunked and recurrent layers
+        keep other state, for which the prefix's cache could not simply be expanded to the batch.
+        """
+        params = _forward_params(self.model)
+        # transformers 5 renamed `past_key_values` to `cache`; older releases (>= 4.56) take the old name.
+        name = next((n for n in ("cache", "past_key_values") if n in params), None)
+        if name is None or "use_cache" not in params:
+            return None
+        try:
+            from transformers.cache_utils import DynamicCache, DynamicLayer
+
+            layers = DynamicCache(config=self.model.config).layers
+        except Exception:  # an older or unusual cache API: keep the plain path rather than guess
+            return None
+        if not layers or any(type(layer) is not DynamicLayer for layer in layers):
+            return None
+        return name
 
     def _encode_prompts(self, texts: Sequence[str]) -> list[list[int]]:
         enc = self.tokenizer(list(texts), add_special_tokens=self.chat.add_special_tokens)
@@ -264,34 +307,50 @@ class TorchJudge:
             else:
                 runnable.append(i)
         lengths = [len(p) for p in prompts]
-        order = [runnable[j] for j in longest_first([lengths[i] for i in runnable])]
-        for batch in batches_by_budget(
-            order, lengths, token_budget=self.config.token_budget, max_batch_size=self.config.max_batch_size
-        ):
-            probs = self._classify_batch([prompts[i] for i in batch], [label_ids[i] for i in batch])
+        reused_before = self.prefix_tokens_reused
+        batches = self._classify_batches(runnable, prompts)
+        for batch, shared in batches:
+            probs = self._classify_batch([prompts[i] for i in batch], [label_ids[i] for i in batch], shared)
             results = [
                 ClassifyResult(labels=requests[i].labels, probs=tuple(p), prompt_tokens=lengths[i])
                 for i, p in zip(batch, probs, strict=True)
             ]
             pieces.append((batch, results))
+        log.debug(
+            "classify: %d requests in %d batches (%d sharing a prefix), %d prefix tokens reused.",
+            len(requests),
+            len(batches),
+            sum(1 for _, shared in batches if shared),
+            self.prefix_tokens_reused - reused_before,
+        )
         return scatter(len(requests), pieces)
 
+    def _classify_batches(self, runnable: list[int], prompts: list[list[int]]) -> list[tuple[list[int], int]]:
+        """Cut the runnable requests into batches, each with the prefix length its rows share (0: none)."""
+        lengths = [len(p) for p in prompts]
+        budget, most = self.config.token_budget, self.config.max_batch_size
+        min_shared = self.config.min_shared_prefix if self._cache_kwarg is not None else 0
+        if min_shared == 0:
+            order = [runnable[j] for j in longest_first([lengths[i] for i in runnable])]
+            return [
+                (b, 0) for b in batches_by_budget(order, lengths, token_budget=budget, max_batch_size=most)
+            ]
+        batches: list[tuple[list[int], int]] = []
+        for group in _prefix_groups(runnable, prompts, max(_PREFIX_GROUP_TOKENS, min_shared)):
+            batches.extend(
+                _shared_prefix_batches(
+                    group, prompts, token_budget=budget, max_batch_size=most, min_shared=min_shared
+                )
+            )
+        return batches
+
     def _classify_batch(
-        self, rows: list[list[int]], label_ids: list[tuple[tuple[int, ...], ...]]
+        self, rows: list[list[int]], label_ids: list[tuple[tuple[int, ...], ...]], shared: int
     ) -> list[list[float]]:
         import torch
 
-        ids, mask, positions = self._left_pad(rows)
-        extra = {"logits_to_keep": 1} if self._keeps_last_logits else {}
         with self.device.inference_mode():
-            try:
-                out = self.model(
-                    input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False, **extra
-                )
-            except Exception as e:
-                raise self._batch_error("classify", ids, e) from e
-            last = out.logits[:, -1, :]  # left padding puts every row's last real token at -1
-            self.forward_batches += 1
+            last = self._shared_last_logits(rows, shared) if shared else self._last_logits(rows)
             probs: list[list[float]] = [[] for _ in rows]
             # Rows of one batch may ask about different label sets; run the op once per distinct set.
             groups: dict[tuple[tuple[int, ...], ...], list[int]] = {}
@@ -305,6 +364,71 @@ class TorchJudge:
                 for j, row in zip(members, p.tolist(), strict=True):
                     probs[j] = row
         return probs
+
+    def _last_logits(self, rows: list[list[int]]) -> torch.Tensor:
+        """`[B, V]` next-token logits after each whole prompt, from one left-padded forward pass."""
+        ids, mask, positions = self._left_pad(rows)
+        extra = {"logits_to_keep": 1} if self._keeps_last_logits else {}
+        try:
+            out = self.model(
+                input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False, **extra
+            )
+        except Exception as e:
+            raise self._batch_error("classify", ids, e) from e
+        self.forward_batches += 1
+        return out.logits[:, -1, :]  # left padding puts every row's last real token at -1
+
+    def _shared_last_logits(self, rows: list[list[int]], shared: int) -> torch.Tensor:
+        """`[B, V]` next-token logits after each prompt, whose first `shared` tokens are the same in every
+        row: that prefix runs once (batch 1) into a KV cache, which is expanded to the batch for a second
+        pass over the suffixes."""
+        import torch
+        from transformers.cache_utils import DynamicCache
+
+        dev = self.device.torch_device
+        cache = DynamicCache(config=self.model.config)
+        # Set: `_classify_batches` shares a prefix only where the model takes a cache.
+        with_cache: dict[str, Any] = {self._cache_kwarg: cache, "use_cache": True}  # type: ignore[dict-item]
+        if self._keeps_last_logits:
+            with_cache["logits_to_keep"] = 1  # only the suffixes' last column is read, never the prefix's
+        prefix = torch.tensor([rows[0][:shared]], dtype=torch.long, device=dev)
+        try:
+            self.model(
+                input_ids=prefix,
+                attention_mask=torch.ones_like(prefix),
+                position_ids=torch.arange(shared, device=dev).unsqueeze(0),
+                **with_cache,
+            )
+        except Exception as e:
+            raise self._batch_error(f"classify (shared prefix of {shared} tokens)", prefix, e) from e
+        self.forward_batches += 1
+        # A view, not a copy: DynamicLayer.update concatenates the suffix's keys onto the cached ones with
+        # torch.cat, which reads a stride-0 batch dimension like any other, so the prefix is written out per
+        # row only inside the concatenation that happens anyway (`_prefix_cache_kwarg` checked the layers).
+        for layer in cache.layers:
+            layer.keys = layer.keys.expand(len(rows), -1, -1, -1)
+            layer.values = layer.values.expand(len(rows), -1, -1, -1)
+
+        # The suffixes are left-padded, so the padding sits between the shared prefix and each row's suffix,
+        # masked out, and every row's last real token is the batch's last column. Right padding would put it
+        # at a different column per row, and `logits_to_keep` keeps the same columns for every row: reading
+        # them would mean logits for rows x distinct suffix lengths x vocabulary, or calling the lm_head by
+        # hand past model-specific logit scaling. With full attention only (see `_prefix_cache_kwarg`),
+        # masked keys in the middle are as invisible as masked keys at the start.
+        ids, suffix_mask, positions = self._left_pad([r[shared:] for r in rows])
+        mask = torch.cat([torch.ones((len(rows), shared), dtype=torch.long, device=dev), suffix_mask], dim=1)
+        try:
+            out = self.model(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=positions + shared,  # each suffix continues right after the prefix
+                **with_cache,
+            )
+        except Exception as e:
+            raise self._batch_error(f"classify (after a shared prefix of {shared} tokens)", ids, e) from e
+        self.forward_batches += 1
+        self.prefix_tokens_reused += (len(rows) - 1) * shared
+        return out.logits[:, -1, :]
 
     def _label_matrix(self, prompt_text: str, labels: Sequence[str]) -> tuple[tuple[int, ...], ...]:
         tail = prompt_text[-_LABEL_CONTEXT_CHARS:]
@@ -498,6 +622,99 @@ def _forward_params(model: Any) -> set[str]:
     import inspect
 
     return set(inspect.signature(model.forward).parameters)
+
+
+def _common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens `a` and `b` share.
+
+    >>> _common_prefix_len([1, 2, 3, 4], [1, 2, 5])
+    2
+    """
+    n = 0
+    for x, y in zip(a, b, strict=False):  # stops at the shorter, by design
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _prefix_groups(
+    runnable: Sequence[int], prompts: Sequence[Sequence[int]], key_tokens: int
+) -> list[list[int]]:
+    """Requests grouped by their first `key_tokens` tokens, each group longest first, groups in order of
+    their longest prompt (so that a batch that runs out of memory still does so first).
+
+    A prompt no longer than `key_tokens`, or the only one with its first tokens, goes to one remaining
+    group, whose batches share a prefix only by chance.
+
+    >>> _prefix_groups([0, 1, 2, 3, 4], [[1, 2, 3], [7, 8, 9, 9], [1, 2, 4, 4, 4], [5], [1, 2, 9]], 2)
+    [[2, 0, 4], [1, 3]]
+    """
+    by_key: dict[tuple[int, ...], list[int]] = {}
+    loose: list[int] = []
+    for i in runnable:
+        if len(prompts[i]) > key_tokens:
+            by_key.setdefault(tuple(prompts[i][:key_tokens]), []).append(i)
+        else:
+            loose.append(i)
+    groups = [g for g in by_key.values() if len(g) > 1]
+    loose.extend(i for g in by_key.values() if len(g) == 1 for i in g)
+    if loose:
+        groups.append(sorted(loose))
+    ordered = [[g[j] for j in longest_first([len(prompts[i]) for i in g])] for g in groups]
+    return sorted(ordered, key=lambda g: -len(prompts[g[0]]))
+
+
+def _shared_prefix_batches(
+    order: Sequence[int],
+    prompts: Sequence[Sequence[int]],
+    *,
+    token_budget: int,
+    max_batch_size: int,
+    min_shared: int,
+) -> list[tuple[list[int], int]]:
+    """Cut `order` into batches as `batches_by_budget` does, but let a batch whose rows share a prefix of
+    at least `min_shared` tokens count it once: prefix + rows x longest suffix.
+
+    Returns:
+        (batch, shared) pairs: the request indices and the prefix length that batch's rows share, at most
+        its shortest prompt less one (so that every row keeps a token to read the next-token logits
+        after); 0 for a batch that runs unshared (one row, or too short a common prefix).
+
+    >>> prompts = [[1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 7], [1, 2, 3, 4], [9, 9]]
+    >>> _shared_prefix_batches([0, 1, 2, 3], prompts, token_budget=12, max_batch_size=8, min_shared=2)
+    [([0, 1, 2], 3), ([3], 0)]
+    """
+    batches: list[tuple[list[int], int]] = []
+    batch: list[int] = []
+    common = shortest = longest = shared = 0
+    for i in order:
+        row = prompts[i]
+        if batch:
+            # The common prefix of a set is the least it shares with any one member, e.g. the first.
+            c = min(common, _common_prefix_len(prompts[batch[0]], row))
+            low, top = min(shortest, len(row)), max(longest, len(row))
+            s = _usable_prefix(c, low, len(batch) + 1, min_shared)
+            if len(batch) < max_batch_size and s + (len(batch) + 1) * (top - s) <= token_budget:
+                batch.append(i)
+                common, shortest, longest, shared = c, low, top, s
+                continue
+            batches.append((batch, shared))
+        batch, common, shortest, longest, shared = [i], len(row), len(row), len(row), 0
+    if batch:
+        batches.append((batch, shared))
+    return batches
+
+
+def _usable_prefix(common: int, shortest: int, rows: int, min_shared: int) -> int:
+    """The prefix a batch runs once: its rows' common prefix, less a token if that is a whole prompt;
+    0 when one row or fewer than `min_shared` tokens would be shared.
+
+    >>> _usable_prefix(40, 40, 3, 32), _usable_prefix(40, 40, 1, 32), _usable_prefix(20, 50, 3, 32)
+    (39, 0, 0)
+    """
+    shared = min(common, shortest - 1)
+    return shared if rows > 1 and shared >= min_shared else 0
 
 
 def _first_stop(text: str, stops: Sequence[str]) -> int | None:

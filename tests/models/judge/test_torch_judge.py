@@ -104,6 +104,7 @@ def test_model_id_follows_config_and_weights(tiny_llama_dir: Path, tmp_path: Pat
         ({"token_budget": 0}, "token_budget"),
         ({"max_batch_size": 0}, "max_batch_size"),
         ({"max_model_len": 1}, "max_model_len"),
+        ({"min_shared_prefix": -1}, "min_shared_prefix"),
     ],
 )
 def test_config_rejects_bad_values(tiny_llama_dir: Path, kwargs: dict[str, Any], match: str) -> None:
@@ -261,6 +262,147 @@ def test_label_tokens_include_the_space_variant(judge: TorchJudge) -> None:
     )
     # " 1" is two tokens (a space, then "1"); a bare space is no spelling of the label.
     assert judge._label_token_ids("Score:", "1") == (tok("1", add_special_tokens=False)["input_ids"][0],)
+
+
+# ------------------------------------------------------------------ classify: shared prompt prefixes
+
+# ~200 tokens that every row below shares, then a statement of 1 to ~20 tokens: the shape of our prompts.
+SHARED_INSTRUCTION = (
+    "Decide whether the statement follows from the context. Answer Yes or No.\n\n"
+    + "Context: the river floods every spring, so the town builds its houses on stilts. " * 8
+)
+STATEMENTS = [
+    "x",
+    "The river floods.",
+    "Houses stand on stilts because the river floods every spring, the town says.",
+    "Is the town dry?",
+    "x",  # the same prompt as the first row
+]
+
+
+def shared_requests() -> list[ClassifyRequest]:
+    """Rows sharing a long prefix: different suffix lengths, a duplicate row, one row whose whole prompt is
+    another's prompt less its last token (its suffix is a single token), and mixed label sets."""
+    statement = [chat(f"{SHARED_INSTRUCTION}\n\nStatement: {s}") for s in STATEMENTS]
+    return [
+        *(ClassifyRequest(m, ("Yes", "No")) for m in statement),
+        ClassifyRequest(statement[0], ("Yes", "No"), answer_prefix="A"),
+        ClassifyRequest(statement[1], ("0", "1", "2"), answer_prefix="Score: "),
+    ]
+
+
+@pytest.fixture(scope="module")
+def unshared(tiny_llama_dir: Path) -> TorchJudge:
+    """The reference: every batch runs whole prompts in one left-padded forward pass."""
+    return TorchJudge(TorchJudgeConfig(model=tiny_llama_dir, device="cpu", min_shared_prefix=0))
+
+
+def test_shared_requests_cover_the_edge_cases(judge: TorchJudge) -> None:
+    requests = shared_requests()
+    prompts = judge_prompts(judge, requests)
+    assert prompts[5] == [*prompts[0], prompts[5][-1]]  # "A" adds exactly one token after row 0
+    assert prompts[4] == prompts[0]
+    assert len({len(p) for p in prompts}) >= 4
+
+
+@pytest.mark.parametrize(
+    ("token_budget", "max_batch_size"),
+    [(16384, 64), (16384, 1), (16384, 2), (260, 64), (260, 2)],
+)
+def test_shared_prefix_equals_unshared(
+    tiny_llama_dir: Path, unshared: TorchJudge, token_budget: int, max_batch_size: int
+) -> None:
+    config = TorchJudgeConfig(
+        model=tiny_llama_dir, device="cpu", token_budget=token_budget, max_batch_size=max_batch_size
+    )
+    sharing = TorchJudge(config)
+    requests = shared_requests()
+    got = sharing.classify(requests)
+    # Splitting the prompt into a cached prefix and a suffix pass sums the same float32 terms in another
+    # order (and other batch shapes pick other matmul blockings), which moves probabilities by ~1e-6.
+    assert_same_classes(got, unshared.classify(requests))
+    assert_same_classes(got, [unshared.classify([r])[0] for r in requests])
+    if max_batch_size == 1:
+        assert sharing.prefix_tokens_reused == 0  # a batch of one row has nobody to share with
+        assert sharing.forward_batches == len(requests)
+    else:
+        assert sharing.prefix_tokens_reused > 0
+    if token_budget == 16384 and max_batch_size == 64:
+        # One batch: the prefix, up to where the statements start, once; then the suffixes.
+        assert sharing.forward_batches == 2
+        common = common_prefix_len(judge_prompts(sharing, requests))
+        assert sharing.prefix_tokens_reused == (len(requests) - 1) * common
+
+
+def judge_prompts(judge: TorchJudge, requests: list[ClassifyRequest]) -> list[list[int]]:
+    return judge._encode_prompts([judge.chat.render(r.messages) + r.answer_prefix for r in requests])
+
+
+def common_prefix_len(prompts: list[list[int]]) -> int:
+    first = prompts[0]
+    return min(
+        next((k for k, (a, b) in enumerate(zip(first, p, strict=False)) if a != b), min(len(first), len(p)))
+        for p in prompts
+    )
+
+
+def test_token_budget_counts_a_shared_prefix_once(tiny_llama_dir: Path, judge: TorchJudge) -> None:
+    requests = shared_requests()[:4]
+    prompts = judge_prompts(judge, requests)
+    common = common_prefix_len(prompts)
+    longest = max(len(p) for p in prompts)
+    budget = common + len(requests) * (longest - common)  # exactly the cost of one shared batch
+    assert budget < 2 * longest  # whole prompts: no two rows would fit
+    sharing = TorchJudge(TorchJudgeConfig(model=tiny_llama_dir, device="cpu", token_budget=budget))
+    plain = TorchJudge(
+        TorchJudgeConfig(model=tiny_llama_dir, device="cpu", token_budget=budget, min_shared_prefix=0)
+    )
+    assert_same_classes(sharing.classify(requests), plain.classify(requests))
+    assert sharing.forward_batches == 2  # one batch: its prefix, then its suffixes
+    assert plain.forward_batches == len(requests)
+
+
+def test_rows_without_a_common_prefix_run_unshared(judge: TorchJudge, unshared: TorchJudge) -> None:
+    # PROMPTS share only the chat template's preamble, shorter than min_shared_prefix.
+    requests = [ClassifyRequest(chat(p), ("Yes", "No")) for p in PROMPTS]
+    before, reused = judge.forward_batches, judge.prefix_tokens_reused
+    got = judge.classify(requests)
+    assert judge.forward_batches == before + 1 and judge.prefix_tokens_reused == reused
+    assert_same_classes(got, unshared.classify(requests))
+
+
+def test_min_shared_prefix_above_the_common_prefix_runs_unshared(
+    tiny_llama_dir: Path, unshared: TorchJudge
+) -> None:
+    strict = TorchJudge(TorchJudgeConfig(model=tiny_llama_dir, device="cpu", min_shared_prefix=1000))
+    requests = shared_requests()
+    assert_same_classes(strict.classify(requests), unshared.classify(requests))
+    assert strict.forward_batches == 1 and strict.prefix_tokens_reused == 0
+
+
+def test_shared_and_unrelated_rows_keep_input_order(judge: TorchJudge, unshared: TorchJudge) -> None:
+    shared = shared_requests()
+    other = [ClassifyRequest(chat(p), ("Yes", "No")) for p in PROMPTS]
+    mixed = [r for pair in zip(shared, other, strict=False) for r in pair] + shared[len(other) :]
+    reused = judge.prefix_tokens_reused
+    got = judge.classify(mixed)
+    assert judge.prefix_tokens_reused > reused
+    assert_same_classes(got, unshared.classify(mixed))
+    assert_same_classes(got, [judge.classify([r])[0] for r in mixed])
+    assert len({r.probs for r in got}) >= len(got) - 1  # only the duplicate row may repeat: order shows
+
+
+def test_answer_prefix_applies_after_a_shared_prefix(judge: TorchJudge) -> None:
+    plain = shared_requests()[:4]
+    prefixed = [ClassifyRequest(r.messages, r.labels, answer_prefix='{"verdict": "') for r in plain]
+    reused = judge.prefix_tokens_reused
+    with_prefix = judge.classify(prefixed)
+    assert judge.prefix_tokens_reused > reused
+    for got, request in zip(with_prefix, prefixed, strict=True):
+        assert got.probs == pytest.approx(manual_label_probs(judge, request), abs=1e-5)
+    without = judge.classify(plain)
+    assert all(a.probs != pytest.approx(b.probs, abs=1e-3) for a, b in zip(with_prefix, without, strict=True))
+    assert all(a.prompt_tokens > b.prompt_tokens for a, b in zip(with_prefix, without, strict=True))
 
 
 def check_verdict(text: str) -> None:
