@@ -3,27 +3,38 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 
 from ascend_eval.metrics.answer_correctness import AnswerCorrectness
 from ascend_eval.metrics.answer_relevancy import AnswerRelevancy
 from ascend_eval.metrics.answer_similarity import AnswerSimilarity
 from ascend_eval.metrics.base import Metric, MetricResult, PlanContext
+from ascend_eval.metrics.context_entity_recall import ContextEntityRecall
 from ascend_eval.metrics.context_precision import ContextPrecision, ContextUtilization
 from ascend_eval.metrics.context_recall import ContextRecall
 from ascend_eval.metrics.faithfulness import Faithfulness
+from ascend_eval.metrics.noise_sensitivity import NoiseSensitivity
+from ascend_eval.metrics.nv_accuracy import AnswerAccuracy
+from ascend_eval.metrics.nv_context_relevance import ContextRelevance
+from ascend_eval.metrics.nv_response_groundedness import ResponseGroundedness
 from ascend_eval.models.errors import ConfigError
 
 METRICS: dict[str, type[Metric]] = {
     cls.name: cls
     for cls in (
+        AnswerAccuracy,
         AnswerCorrectness,
         AnswerRelevancy,
         AnswerSimilarity,
+        ContextEntityRecall,
         ContextPrecision,
         ContextRecall,
+        ContextRelevance,
         ContextUtilization,
         Faithfulness,
+        NoiseSensitivity,
+        ResponseGroundedness,
     )
 }
 
@@ -63,6 +74,9 @@ def metric_names() -> list[str]:
     return sorted(METRICS)
 
 
+_MODE = re.compile(r"^noise_sensitivity\(mode=(relevant|irrelevant)\)$")
+
+
 def canonical_name(name: str) -> str:
     """The metric's result-column name for `name` or any alias.
 
@@ -72,7 +86,7 @@ def canonical_name(name: str) -> str:
     """
     key = name.strip()
     key = ALIASES.get(key, ALIASES.get(key.lower(), key.lower()))
-    if key in METRICS:
+    if key in METRICS or _MODE.match(key):
         return key
     if key in RAGAS_METRICS:
         raise ConfigError(
@@ -92,7 +106,12 @@ def resolve_metrics(metrics: Iterable[str | Metric] | str | Metric | None) -> li
         metrics = [metrics]
     resolved: dict[str, Metric] = {}
     for m in metrics:
-        metric = m if isinstance(m, Metric) else METRICS[canonical_name(m)]()
+        if isinstance(m, Metric):
+            metric = m
+        else:
+            key = canonical_name(m)
+            mode = _MODE.match(key)  # RAGAS's result name carries the mode: noise_sensitivity(mode=...)
+            metric = NoiseSensitivity(mode=mode.group(1)) if mode else METRICS[key]()
         resolved.setdefault(metric.name, metric)
     if not resolved:
         raise ConfigError(f"No metrics to compute. Choose from {metric_names()}.")
@@ -102,16 +121,21 @@ def resolve_metrics(metrics: Iterable[str | Metric] | str | Metric | None) -> li
 __all__ = [
     "ALIASES",
     "METRICS",
+    "AnswerAccuracy",
     "AnswerCorrectness",
     "AnswerRelevancy",
     "AnswerSimilarity",
+    "ContextEntityRecall",
     "ContextPrecision",
     "ContextRecall",
+    "ContextRelevance",
     "ContextUtilization",
     "Faithfulness",
     "Metric",
     "MetricResult",
+    "NoiseSensitivity",
     "PlanContext",
+    "ResponseGroundedness",
     "canonical_name",
     "metric_names",
     "resolve_metrics",

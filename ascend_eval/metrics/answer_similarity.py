@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import numpy as np
@@ -12,27 +13,33 @@ from ascend_eval.models.base import CrossScoreRequest, EmbedRequest
 from ascend_eval.models.errors import ConfigError
 
 
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    """Cosine similarity of two vectors; 0.0 when either is all zeros (never NaN).
+def cosine(a: np.ndarray, b: np.ndarray, *, zero: float = 0.0) -> float:
+    """Cosine similarity of two vectors, computed in float64; `zero` when either vector is all zeros
+    (0.0 by default; RAGAS divides by the zero norm and gets NaN).
 
     >>> cosine(np.array([1.0, 0.0]), np.array([1.0, 1.0]))
     0.7071067811865475
     >>> cosine(np.zeros(3), np.ones(3))
     0.0
+    >>> cosine(np.zeros(3), np.ones(3), zero=float("nan"))
+    nan
     """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     if na == 0.0 or nb == 0.0:
-        return 0.0
-    return float(np.dot(a.astype(np.float64), b.astype(np.float64)) / (na * nb))
+        return zero
+    return float(np.dot(a, b) / (na * nb))
 
 
 def apply_threshold(score: float, threshold: float | None) -> float:
-    """RAGAS's optional binarisation: 1.0 when score >= threshold.
+    """RAGAS's optional binarisation: 1.0 when score >= threshold (NaN stays NaN).
 
     >>> apply_threshold(0.8, 0.5), apply_threshold(0.3, 0.5), apply_threshold(0.3, None)
     (1.0, 0.0, 0.3)
     """
-    return score if threshold is None else float(score >= threshold)
+    if threshold is None or math.isnan(score):
+        return score
+    return float(score >= threshold)
 
 
 class AnswerSimilarity(Metric):
@@ -68,9 +75,11 @@ class AnswerSimilarity(Metric):
         reference, response = sample.reference or " ", sample.response or " "
         if self.method == "embedding":
             ref_vec, resp_vec = yield [EmbedRequest(reference), EmbedRequest(response)]
-            score = cosine(ref_vec, resp_vec)
+            score = cosine(ref_vec, resp_vec, zero=math.nan if ctx.ragas_compat else 0.0)
+            if math.isnan(score):
+                return MetricResult.nan("zero_vector", note="an embedding is all zeros")
         else:
             [score] = yield [CrossScoreRequest(reference, response)]
-        return MetricResult(
-            apply_threshold(float(score), self.threshold), details={"raw_score": float(score)}
-        )
+        # RAGAS tests `if self.threshold:`, so there a threshold of 0.0 is ignored.
+        threshold = None if ctx.ragas_compat and self.threshold == 0.0 else self.threshold
+        return MetricResult(apply_threshold(float(score), threshold), details={"raw_score": float(score)})

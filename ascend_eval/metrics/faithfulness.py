@@ -7,9 +7,10 @@ from collections.abc import Sequence
 
 from ascend_eval.data import Column, Sample
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
-from ascend_eval.models.base import ClassifyResult
+from ascend_eval.models.base import ClassifyResult, GenerateResult
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
+from ascend_eval.prompts.nli_json import STATEMENT_VERDICTS, SupportListInput
 from ascend_eval.prompts.statements import STATEMENTS, StatementsInput
 
 
@@ -37,6 +38,10 @@ class Faithfulness(Metric):
     `Classify` request reads p(supported) from one forward pass over (joined contexts, statement). The
     statement extraction is the same request answer_correctness and noise_sensitivity make, so the
     engine runs it once per sample.
+
+    With `judge_mode="generate"` the second step is RAGAS's: one JSON request over all statements, a
+    reason and a 0/1 verdict each, and the score is the truthy verdicts over the verdicts the judge
+    returned (not over the statements sent); no verdicts is NaN (`no_verdicts`).
     """
 
     name = "faithfulness"
@@ -50,10 +55,17 @@ class Faithfulness(Metric):
         parsed = STATEMENTS.parse(raw)
         if isinstance(parsed, ParseFailure):
             return MetricResult.nan(parsed.reason, raw=parsed.raw)
-        statements = [s.strip() for s in parsed.statements if s.strip()]
+        # A blank "statement" is a judge slip; RAGAS still asks for its verdict and counts it.
+        statements = (
+            list(parsed.statements)
+            if ctx.ragas_compat
+            else [s.strip() for s in parsed.statements if s.strip()]
+        )
         if not statements:
             return MetricResult.nan("no_statements")
         context = "\n".join(sample.retrieved_contexts or ())
+        if ctx.judge_mode == "generate":
+            return (yield from self._plan_generate(context, statements, ctx))
         verdicts: list[ClassifyResult] = yield [
             STATEMENT_SUPPORT.request(SupportInput(context=context, statement=s), ctx.language)
             for s in statements
@@ -63,3 +75,17 @@ class Faithfulness(Metric):
             supported_ratio(probs),
             details={"statements": statements, "p_supported": [round(p, 6) for p in probs]},
         )
+
+    @staticmethod
+    def _plan_generate(context: str, statements: list[str], ctx: PlanContext) -> Plan:
+        results: list[GenerateResult] = yield [
+            STATEMENT_VERDICTS.request(SupportListInput(context=context, statements=statements), ctx.language)
+        ]
+        parsed = STATEMENT_VERDICTS.parse(results[0])
+        if isinstance(parsed, ParseFailure):
+            return MetricResult.nan(parsed.reason, raw=parsed.raw, statements=statements)
+        verdicts = [int(bool(v.verdict)) for v in parsed.statements]
+        details = {"statements": statements, "verdicts": verdicts}
+        if not verdicts:
+            return MetricResult.nan("no_verdicts", **details)
+        return MetricResult(supported_ratio([float(v) for v in verdicts]), details=details)

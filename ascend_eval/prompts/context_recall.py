@@ -27,7 +27,7 @@ class Attribution(BaseModel):
 
 
 class Attributions(BaseModel):
-    classifications: list[Attribution] = Field(max_length=MAX_STATEMENTS)
+    classifications: list[Attribution] = Field(json_schema_extra={"maxItems": MAX_STATEMENTS})
 
 
 CONTEXT_ATTRIBUTION = PromptSpec(

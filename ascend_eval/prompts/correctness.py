@@ -27,9 +27,9 @@ class JudgedStatement(BaseModel):
 # RAGAS's output shape: true positives, false positives, false negatives, each with a reason. (No class
 # docstring: pydantic would put it into the JSON schema the judge sees.)
 class CorrectnessVerdicts(BaseModel):
-    TP: list[JudgedStatement] = Field(max_length=MAX_STATEMENTS)
-    FP: list[JudgedStatement] = Field(max_length=MAX_STATEMENTS)
-    FN: list[JudgedStatement] = Field(max_length=MAX_STATEMENTS)
+    TP: list[JudgedStatement] = Field(json_schema_extra={"maxItems": MAX_STATEMENTS})
+    FP: list[JudgedStatement] = Field(json_schema_extra={"maxItems": MAX_STATEMENTS})
+    FN: list[JudgedStatement] = Field(json_schema_extra={"maxItems": MAX_STATEMENTS})
 
 
 def _judged(statement: str, reason: str) -> JudgedStatement:

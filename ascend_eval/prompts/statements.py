@@ -11,7 +11,9 @@ from pydantic import BaseModel, Field
 from ascend_eval.prompts.base import PromptSpec
 
 MAX_STATEMENTS = 32
-"""An upper bound in the schema: it keeps a confused judge from listing statements until max_tokens."""
+"""An upper bound for constrained decoding (`maxItems` in the schema): it keeps a confused judge from
+listing statements until max_tokens. Parsing does not enforce it: a longer list from an unconstrained
+judge is kept."""
 
 
 class StatementsInput(BaseModel):
@@ -20,7 +22,7 @@ class StatementsInput(BaseModel):
 
 
 class Statements(BaseModel):
-    statements: list[str] = Field(max_length=MAX_STATEMENTS)
+    statements: list[str] = Field(json_schema_extra={"maxItems": MAX_STATEMENTS})
 
 
 STATEMENTS = PromptSpec(

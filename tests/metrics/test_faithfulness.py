@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 from ascend_eval.data import Sample
 from ascend_eval.engine import Backends, Engine
 from ascend_eval.metrics import Faithfulness, PlanContext
 from ascend_eval.metrics.faithfulness import supported_ratio
+from tests.conftest import sample_input, statements_rule
 
 
 def test_supported_ratio_edges():
@@ -56,3 +58,71 @@ def test_no_statements_from_judge_is_undefined(rule_judge):
     judge = ReplayJudge(lambda r: '{"statements": []}', rule_judge.classify_rule)
     result = score(judge, Sample(user_input="Q?", response="Hmm.", retrieved_contexts=("c",)))
     assert math.isnan(result.score) and result.reason == "no_statements"
+
+
+# judge_mode="generate": one JSON request with a verdict per statement, RAGAS's procedure.
+
+
+def verdicts_text(verdicts):
+    items = [{"statement": f"s{i}", "reason": "r", "verdict": v} for i, v in enumerate(verdicts)]
+    return json.dumps({"statements": items})
+
+
+def generate_judge(verdicts_rule):
+    from ascend_eval.models.judge.replay import ReplayJudge
+
+    def rule(request):
+        if request.tag.startswith("statement_verdicts@"):
+            return verdicts_rule(request)
+        return statements_rule(request)
+
+    return ReplayJudge(generate_rule=rule)
+
+
+def score_generate(judge, sample, language="en", **ctx):
+    out = Engine(Backends(judge=judge)).run(
+        {0: Faithfulness().plan(sample, PlanContext(language, judge_mode="generate", **ctx))}
+    )
+    return out[0]
+
+
+def substring_verdicts(request):
+    data = sample_input(request)
+    return verdicts_text([int(s.rstrip(".。") in data["context"]) for s in data["statements"]])
+
+
+def test_generate_mode_one_request_for_all_statements():
+    judge = generate_judge(substring_verdicts)
+    sample = Sample(
+        user_input="Q?",
+        response="A holds. B holds. C is made up.",
+        retrieved_contexts=("A holds", "B holds"),
+    )
+    result = score_generate(judge, sample)
+    assert result.score == 2 / 3 and result.details["verdicts"] == [1, 1, 0]
+    assert judge.calls == [("generate", 1), ("generate", 1)]
+
+
+def test_generate_mode_chinese_and_ragas_compat_agree():
+    zh = Sample(
+        user_input="问？",
+        response="长城始建于春秋时期。长城是用巧克力建造的。",
+        retrieved_contexts=("长城始建于春秋时期",),
+    )
+    for compat in (False, True):
+        assert score_generate(generate_judge(substring_verdicts), zh, "zh", ragas_compat=compat).score == 0.5
+
+
+def test_generate_mode_denominator_is_the_verdicts_returned():
+    sample = Sample(user_input="Q?", response="A. B. C. D.", retrieved_contexts=("c",))
+    assert score_generate(generate_judge(lambda r: verdicts_text([1, 0])), sample).score == 0.5
+    # any non-zero verdict would be truthy in RAGAS; the schema only allows 0 and 1
+    assert score_generate(generate_judge(lambda r: verdicts_text([1, 1, 1, 1, 1])), sample).score == 1.0
+
+
+def test_generate_mode_no_verdicts_and_parse_failures_are_nan():
+    sample = Sample(user_input="Q?", response="A. B.", retrieved_contexts=("c",))
+    empty = score_generate(generate_judge(lambda r: '{"statements": []}'), sample)
+    assert math.isnan(empty.score) and empty.reason == "no_verdicts"
+    bad = score_generate(generate_judge(lambda r: verdicts_text([2])), sample)
+    assert bad.reason.startswith("parse_failure: statements.0.verdict") and bad.details["raw"]

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from ascend_eval.metrics import AnswerSimilarity, Faithfulness, canonical_name, resolve_metrics
+from ascend_eval.metrics import (
+    ALIASES,
+    RAGAS_METRICS,
+    AnswerSimilarity,
+    Faithfulness,
+    canonical_name,
+    metric_names,
+    resolve_metrics,
+)
 from ascend_eval.models.errors import ConfigError
 
 
@@ -19,9 +27,20 @@ def test_typo_gets_did_you_mean():
         canonical_name("faithfulnes")
 
 
-def test_known_but_unavailable_metric_says_so():
-    with pytest.raises(ConfigError, match="not available in this version"):
-        canonical_name("system/rag-context-entity-recall")
+def test_all_twelve_ragas_metrics_and_their_nemo_names_resolve():
+    assert sorted(metric_names()) == sorted(RAGAS_METRICS)
+    for alias, name in ALIASES.items():
+        assert canonical_name(alias) == name
+
+
+def test_noise_sensitivity_modes_by_ragas_result_name():
+    relevant, irrelevant = resolve_metrics(
+        ["system/rag-noise-sensitivity", "noise_sensitivity(mode=irrelevant)"]
+    )
+    assert (relevant.name, irrelevant.name) == (
+        "noise_sensitivity(mode=relevant)",
+        "noise_sensitivity(mode=irrelevant)",
+    )
 
 
 def test_resolve_dedupes_aliases_and_keeps_instances():

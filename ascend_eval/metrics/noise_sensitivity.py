@@ -1,0 +1,220 @@
+"""noise_sensitivity: how often the response makes wrong claims that the retrieved contexts led it to.
+
+Lower is better. Both modes build exactly the same requests, so computing both costs no more than one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from ascend_eval.data import Column, Sample
+from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
+from ascend_eval.models.base import ClassifyResult, GenerateResult
+from ascend_eval.models.errors import ConfigError
+from ascend_eval.prompts.base import ParseFailure
+from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
+from ascend_eval.prompts.nli_json import STATEMENT_VERDICTS, SupportListInput
+from ascend_eval.prompts.statements import STATEMENTS, StatementsInput
+
+Mode = Literal["relevant", "irrelevant"]
+MODES: tuple[Mode, ...] = ("relevant", "irrelevant")
+
+
+def relevant_contexts(ctx_supports_ref: Sequence[Sequence[bool]], n_contexts: int) -> list[bool]:
+    """Which contexts are relevant: those that support at least one reference statement.
+
+    Args:
+        ctx_supports_ref: `[g][c]`, context c supports reference statement g.
+        n_contexts: the number of contexts (needed when there are no reference statements).
+
+    >>> relevant_contexts([[True, False, False], [False, False, True]], 3)
+    [True, False, True]
+    >>> relevant_contexts([], 2)
+    [False, False]
+    """
+    return [any(row[c] for row in ctx_supports_ref) for c in range(n_contexts)]
+
+
+def noise_sensitivity_score(
+    ctx_supports_ref: Sequence[Sequence[bool]],
+    ctx_supports_answer: Sequence[Sequence[bool]],
+    ref_supports_answer: Sequence[bool],
+    mode: Mode,
+) -> float:
+    """RAGAS's noise sensitivity from the three verdict matrices.
+
+    An answer statement a counts when it is incorrect (the reference does not support it) and faithful to
+    a context of the kind the mode looks at:
+
+    * relevant: some relevant context (one that supports a reference statement) supports a;
+    * irrelevant: some irrelevant context supports a, and no relevant one does.
+
+    Score = counted statements / answer statements (`len(ref_supports_answer)`).
+
+    Args:
+        ctx_supports_ref: `[g][c]`, context c supports reference statement g.
+        ctx_supports_answer: `[a][c]`, context c supports answer statement a.
+        ref_supports_answer: `[a]`, the reference supports answer statement a.
+        mode: "relevant" or "irrelevant".
+
+    Returns:
+        The share in [0, 1]; NaN when there are no answer statements or no contexts (RAGAS raises there).
+
+    Two contexts; c0 supports reference statement g0, c1 supports nothing of the reference. Answer
+    statement a0 is correct, a1 is wrong but taken from c0, a2 is wrong and taken from c1 only:
+
+    >>> r2g = [[True, False]]
+    >>> r2a = [[True, False], [True, False], [False, True]]
+    >>> g2a = [True, False, False]
+    >>> noise_sensitivity_score(r2g, r2a, g2a, "relevant")
+    0.3333333333333333
+    >>> noise_sensitivity_score(r2g, r2a, g2a, "irrelevant")
+    0.3333333333333333
+
+    A wrong statement that both kinds of context support counts as relevant only:
+
+    >>> noise_sensitivity_score(r2g, [[True, True]], [False], "relevant")
+    1.0
+    >>> noise_sensitivity_score(r2g, [[True, True]], [False], "irrelevant")
+    0.0
+
+    Wrong statements that no context supports are the model's own errors, not noise:
+
+    >>> noise_sensitivity_score(r2g, [[False, False]], [False], "relevant")
+    0.0
+    >>> noise_sensitivity_score(r2g, [], [], "relevant")
+    nan
+    """
+    n_contexts = len(ctx_supports_answer[0]) if ctx_supports_answer else 0
+    if not ref_supports_answer or n_contexts == 0:
+        return math.nan
+    relevant = relevant_contexts(ctx_supports_ref, n_contexts)
+    counted = 0
+    for row, correct in zip(ctx_supports_answer, ref_supports_answer, strict=True):
+        from_relevant = any(r and s for r, s in zip(relevant, row, strict=True))
+        from_irrelevant = any(not r and s for r, s in zip(relevant, row, strict=True))
+        hit = from_relevant if mode == "relevant" else from_irrelevant and not from_relevant
+        counted += (not correct) and hit
+    return counted / len(ref_supports_answer)
+
+
+def transpose(columns: Sequence[Sequence[bool]], n_rows: int) -> list[list[bool]]:
+    """Per-context verdict lists `[c][s]` as a statement-by-context matrix `[s][c]`.
+
+    >>> transpose([[True, False], [False, False], [True, True]], 2)
+    [[True, False, True], [False, False, True]]
+    """
+    return [[col[s] for col in columns] for s in range(n_rows)]
+
+
+class NoiseSensitivity(Metric):
+    """How often the response states something wrong that a retrieved context supports (lower is better).
+
+    Steps: the judge breaks the reference into statements G and the response into statements A (the same
+    requests faithfulness and answer_correctness make, so the engine runs each once), then one round of
+    verdicts: every context against every statement of G and of A, and the reference against every
+    statement of A. In classify mode that is one `Classify` request per (text, statement) pair, a verdict
+    being p(supported) > 0.5; in generate mode one JSON request per (text, statement list), as RAGAS does.
+    RAGAS sends its 2K + 1 verdict calls one after another; here they all go out in one round.
+
+    Args:
+        mode: "relevant" (wrong claims supported by a context that is relevant to the reference) or
+            "irrelevant" (wrong claims supported only by contexts that are not). The result column is
+            named as RAGAS names it, `noise_sensitivity(mode=relevant)`.
+
+    NaN: `no_statements` when G or A is empty (RAGAS raises, so NaN as well) or the response or reference
+    is blank; `no_contexts` without retrieved contexts; under `ragas_compat` also `missing_input` when the
+    question is blank (RAGAS requires every column non-empty; by default the statements are extracted
+    without it).
+    """
+
+    name = "noise_sensitivity"
+    required = frozenset({Column.USER_INPUT, Column.RESPONSE, Column.REFERENCE, Column.RETRIEVED_CONTEXTS})
+
+    def __init__(self, mode: Mode = "relevant") -> None:
+        if mode not in MODES:
+            raise ConfigError(f"noise_sensitivity mode={mode!r}; valid: 'relevant', 'irrelevant'.")
+        self.mode: Mode = mode
+        # The instance's result column; the class attribute stays the registry name.
+        self.name = f"noise_sensitivity(mode={mode})"  # type: ignore[misc]
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"mode": self.mode}
+
+    def plan(self, sample: Sample, ctx: PlanContext) -> Plan:
+        question = sample.user_input or ""
+        response, reference = sample.response or "", sample.reference or ""
+        contexts = list(sample.retrieved_contexts or ())
+        if not contexts:
+            return MetricResult.nan("no_contexts")
+        if ctx.ragas_compat and not question.strip():
+            return MetricResult.nan("missing_input", note="RAGAS requires a non-empty user_input")
+        if not response.strip() or not reference.strip():
+            return MetricResult.nan("no_statements", note="the response or the reference is blank")
+
+        raws = yield [
+            STATEMENTS.request(StatementsInput(question=question, answer=reference), ctx.language),
+            STATEMENTS.request(StatementsInput(question=question, answer=response), ctx.language),
+        ]
+        lists: list[list[str]] = []
+        for raw in raws:
+            parsed = STATEMENTS.parse(raw)
+            if isinstance(parsed, ParseFailure):
+                return MetricResult.nan(parsed.reason, raw=parsed.raw)
+            lists.append([s.strip() for s in parsed.statements if s.strip()])
+        ref_statements, answer_statements = lists
+        if not ref_statements or not answer_statements:
+            return MetricResult.nan(
+                "no_statements", reference_statements=ref_statements, response_statements=answer_statements
+            )
+
+        # Verdict groups, in this order: each context vs G, each context vs A, the reference vs A.
+        groups = [(c, ref_statements) for c in contexts]
+        groups += [(c, answer_statements) for c in contexts]
+        groups.append((reference, answer_statements))
+        details: dict[str, Any] = {
+            "reference_statements": ref_statements,
+            "response_statements": answer_statements,
+        }
+        if ctx.judge_mode == "generate":
+            results: list[GenerateResult] = yield [
+                STATEMENT_VERDICTS.request(SupportListInput(context=text, statements=stmts), ctx.language)
+                for text, stmts in groups
+            ]
+            verdicts = []
+            for (_, stmts), result in zip(groups, results, strict=True):
+                parsed_verdicts = STATEMENT_VERDICTS.parse(result)
+                if isinstance(parsed_verdicts, ParseFailure):
+                    return MetricResult.nan(parsed_verdicts.reason, raw=parsed_verdicts.raw, **details)
+                if len(parsed_verdicts.statements) != len(stmts):
+                    return MetricResult.nan(
+                        f"parse_failure: the judge returned {len(parsed_verdicts.statements)} verdicts "
+                        f"for {len(stmts)} statements",
+                        raw=result.text,
+                        **details,
+                    )
+                verdicts.append([bool(v.verdict) for v in parsed_verdicts.statements])
+        else:
+            requests = [
+                STATEMENT_SUPPORT.request(SupportInput(context=text, statement=s), ctx.language)
+                for text, stmts in groups
+                for s in stmts
+            ]
+            answers: list[ClassifyResult] = yield requests
+            probs = iter(a.probs[a.labels.index(SUPPORTED)] for a in answers)
+            p_groups = [[next(probs) for _ in stmts] for _, stmts in groups]
+            details["p_supported"] = [[round(p, 6) for p in g] for g in p_groups]
+            verdicts = [[p > 0.5 for p in g] for g in p_groups]
+
+        k = len(contexts)
+        ctx_supports_ref = transpose(verdicts[:k], len(ref_statements))
+        ctx_supports_answer = transpose(verdicts[k : 2 * k], len(answer_statements))
+        ref_supports_answer = verdicts[2 * k]
+        details["relevant_contexts"] = relevant_contexts(ctx_supports_ref, k)
+        details["ctx_supports_answer"] = ctx_supports_answer
+        details["ref_supports_answer"] = ref_supports_answer
+        score = noise_sensitivity_score(ctx_supports_ref, ctx_supports_answer, ref_supports_answer, self.mode)
+        return MetricResult(score, details=details)
