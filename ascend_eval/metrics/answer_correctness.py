@@ -43,7 +43,7 @@ from ascend_eval.models.errors import ConfigError
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.correctness import CORRECTNESS, CorrectnessInput
 from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
-from ascend_eval.prompts.statements import STATEMENTS, StatementsInput
+from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, usable_statements
 
 THRESHOLD = 0.5
 """A statement counts as supported when p(supported) is above this (as in faithfulness)."""
@@ -90,11 +90,11 @@ def _p_supported(result: ClassifyResult) -> float:
     return result.probs[result.labels.index(SUPPORTED)]
 
 
-def _statements(raw: Any) -> list[str] | ParseFailure:
+def _statements(raw: Any, ragas_compat: bool) -> list[str] | ParseFailure:
     parsed = STATEMENTS.parse(raw)
     if isinstance(parsed, ParseFailure):
         return parsed
-    return [s.strip() for s in parsed.statements if s.strip()]
+    return usable_statements(parsed.statements, ragas_compat=ragas_compat)
 
 
 class AnswerCorrectness(Metric):
@@ -166,7 +166,7 @@ class AnswerCorrectness(Metric):
 
         found: dict[str, list[str]] = {"response": [], "reference": []}
         for key, raw in zip(asked, results, strict=False):
-            parsed = _statements(raw)
+            parsed = _statements(raw, ctx.ragas_compat)
             if isinstance(parsed, ParseFailure):
                 return MetricResult.nan(parsed.reason, raw=parsed.raw, step=f"{key} statements")
             found[key] = parsed
@@ -174,7 +174,8 @@ class AnswerCorrectness(Metric):
         similarity = 0.0
         if self.weights[1] > 0:
             ref_vec, resp_vec = results[len(asked) :]
-            similarity = cosine(ref_vec, resp_vec)
+            # RAGAS divides by a zero norm (NaN) where the default scores 0.0.
+            similarity = cosine(ref_vec, resp_vec, zero=math.nan if ctx.ragas_compat else 0.0)
         details: dict[str, Any] = {"response_statements": answer, "reference_statements": truth}
 
         if not answer and not truth:

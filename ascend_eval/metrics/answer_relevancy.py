@@ -147,6 +147,6 @@ class AnswerRelevancy(Metric):
             if not kept:
                 return MetricResult.nan("no_questions", **details)
         vectors = yield [EmbedRequest(q, kind="query") for q in kept]
-        similarities = [cosine(v, question_vec) for v in vectors]
+        similarities = [cosine(v, question_vec, zero=math.nan if compat else 0.0) for v in vectors]
         details["similarities"] = [round(s, 6) for s in similarities]
         return MetricResult(relevancy_score(similarities, flags, clip=not compat), details=details)

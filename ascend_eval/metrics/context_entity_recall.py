@@ -111,7 +111,7 @@ class ContextEntityRecall(Metric):
                     return MetricResult.nan(parsed.reason, raw=parsed.raw)
                 # RAGAS compares the strings exactly as the judge wrote them.
                 entities = parsed.entities if ctx.ragas_compat else [e.strip() for e in parsed.entities]
-                by_text[text] = [e for e in entities if e]
+                by_text[text] = entities if ctx.ragas_compat else [e for e in entities if e]
             lists = [by_text.get(t, []) for t in texts]
         reference_entities, context_entities = lists
         details = {"reference_entities": reference_entities, "context_entities": context_entities}

@@ -24,7 +24,7 @@ from ascend_eval.models.base import ClassifyResult
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.context_recall import CONTEXT_ATTRIBUTION, AttributionInput
 from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
-from ascend_eval.prompts.statements import STATEMENTS, StatementsInput
+from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, usable_statements
 
 
 def attributed_ratio(attributed: Sequence[int]) -> float:
@@ -76,7 +76,7 @@ class ContextRecall(Metric):
         statements = STATEMENTS.parse(raw)
         if isinstance(statements, ParseFailure):
             return MetricResult.nan(statements.reason, raw=statements.raw)
-        kept = [s.strip() for s in statements.statements if s.strip()]
+        kept = usable_statements(statements.statements, ragas_compat=ctx.ragas_compat)
         if not kept:
             return MetricResult.nan("no_statements")
         verdicts: list[ClassifyResult] = yield [

@@ -11,7 +11,7 @@ from ascend_eval.models.base import ClassifyResult, GenerateResult
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
 from ascend_eval.prompts.nli_json import STATEMENT_VERDICTS, SupportListInput
-from ascend_eval.prompts.statements import STATEMENTS, StatementsInput
+from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, usable_statements
 
 
 def supported_ratio(p_supported: Sequence[float], *, threshold: float = 0.5) -> float:
@@ -55,12 +55,7 @@ class Faithfulness(Metric):
         parsed = STATEMENTS.parse(raw)
         if isinstance(parsed, ParseFailure):
             return MetricResult.nan(parsed.reason, raw=parsed.raw)
-        # A blank "statement" is a judge slip; RAGAS still asks for its verdict and counts it.
-        statements = (
-            list(parsed.statements)
-            if ctx.ragas_compat
-            else [s.strip() for s in parsed.statements if s.strip()]
-        )
+        statements = usable_statements(parsed.statements, ragas_compat=ctx.ragas_compat)
         if not statements:
             return MetricResult.nan("no_statements")
         context = "\n".join(sample.retrieved_contexts or ())

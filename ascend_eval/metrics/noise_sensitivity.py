@@ -16,7 +16,7 @@ from ascend_eval.models.errors import ConfigError
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
 from ascend_eval.prompts.nli_json import STATEMENT_VERDICTS, SupportListInput
-from ascend_eval.prompts.statements import STATEMENTS, StatementsInput
+from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, usable_statements
 
 Mode = Literal["relevant", "irrelevant"]
 MODES: tuple[Mode, ...] = ("relevant", "irrelevant")
@@ -150,7 +150,7 @@ class NoiseSensitivity(Metric):
         contexts = list(sample.retrieved_contexts or ())
         if not contexts:
             return MetricResult.nan("no_contexts")
-        if ctx.ragas_compat and not question.strip():
+        if ctx.ragas_compat and not question:  # RAGAS refuses "" only; whitespace goes through
             return MetricResult.nan("missing_input", note="RAGAS requires a non-empty user_input")
         if not response.strip() or not reference.strip():
             return MetricResult.nan("no_statements", note="the response or the reference is blank")
@@ -164,7 +164,7 @@ class NoiseSensitivity(Metric):
             parsed = STATEMENTS.parse(raw)
             if isinstance(parsed, ParseFailure):
                 return MetricResult.nan(parsed.reason, raw=parsed.raw)
-            lists.append([s.strip() for s in parsed.statements if s.strip()])
+            lists.append(usable_statements(parsed.statements, ragas_compat=ctx.ragas_compat))
         ref_statements, answer_statements = lists
         if not ref_statements or not answer_statements:
             return MetricResult.nan(

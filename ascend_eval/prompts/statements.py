@@ -6,6 +6,8 @@ the same (question, answer), so the engine runs it once per sample, however many
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, Field
 
 from ascend_eval.prompts.base import PromptSpec
@@ -14,6 +16,18 @@ MAX_STATEMENTS = 32
 """An upper bound for constrained decoding (`maxItems` in the schema): it keeps a confused judge from
 listing statements until max_tokens. Parsing does not enforce it: a longer list from an unconstrained
 judge is kept."""
+
+
+def usable_statements(statements: Sequence[str], *, ragas_compat: bool) -> list[str]:
+    """The statements to judge. A blank one is a judge slip and is dropped (the rest are stripped); RAGAS
+    keeps the list exactly as parsed and counts blanks in its denominators, so `ragas_compat` does too.
+
+    >>> usable_statements([" A. ", "", "B."], ragas_compat=False)
+    ['A.', 'B.']
+    >>> usable_statements([" A. ", "", "B."], ragas_compat=True)
+    [' A. ', '', 'B.']
+    """
+    return list(statements) if ragas_compat else [s.strip() for s in statements if s.strip()]
 
 
 class StatementsInput(BaseModel):

@@ -1,13 +1,16 @@
 """The parity dataset: English and Chinese samples, each with the judge and embedder decisions for it.
 
-Every `Case` is one RAG sample plus what the judge decides about it: how it splits the response into
-statements (or the raw text it answers instead), whether the joined retrieved contexts support each
-statement, and the vectors of the reference and the response. `build()` turns the cases into rows and one
-`Script` holding every decision.
+Every `Case` is one RAG sample plus what the judge decides about it: how it splits the response and the
+reference into statements (or the raw text it answers instead), which texts support each statement (the
+joined contexts, each single context, the reference, the response), which contexts were useful, the
+entities it lists, the questions it writes for answer_relevancy, the NV judges' ratings, and the vectors.
+Where a case leaves a decision out, a documented default derives it from the case's other decisions.
+`build_script()` turns the cases into one `Script` holding every decision, `rows()` into the samples.
 
 Vectors are small integer vectors whose norms are integers (3, 5, 7, 9, ...), so both libraries compute
 them exactly and any difference is in the formula; a few cases use realistic float32 unit vectors
-(`real(...)`), as a real embedder returns, to test the arithmetic on ordinary numbers.
+(`real(...)`), as a real embedder returns, to test the arithmetic on ordinary numbers. The questions of
+answer_relevancy default to small integer vectors with arbitrary norms (`auto_vector`).
 
 A case that does not reach parity for a reason in ascend-eval's metric code names the metric and the
 reason in `known_mismatch`; the test marks it `xfail(strict=True)`, so it stays visible and fails loudly
@@ -16,14 +19,19 @@ once fixed.
 
 from __future__ import annotations
 
+import json
+import re
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from tests.parity.script import Script
+from tests.parity.script import Script, ragas_reading
 
 DIM = 8
+STRICTNESS = 3
+"""answer_relevancy's generations per response (RAGAS's default strictness, and ours)."""
 Vector = tuple[float, ...]
 
 
@@ -54,7 +62,35 @@ class Case:
         fix: if set, what the judge answers when RAGAS's output fixer shows it `raw`; otherwise it repeats
             `raw`.
         vectors: (reference vector, response vector).
-        known_mismatch: metric -> why ascend-eval cannot match RAGAS on this case (xfail, strict).
+        sources: per response statement, the single contexts that support it, as a string of context
+            indices ("02": contexts 0 and 2; "": none). Needed with two or more contexts; with one it is
+            `verdicts`. A statement may be supported by the joined contexts and by no single one.
+        ref_statements: the statements the judge extracts from (question, reference).
+        ref_raw: if set, the judge's unparseable output for the reference's statement extraction (and for
+            RAGAS's sentence attribution of the reference).
+        ref_sources: per reference statement, the single contexts that support it (as `sources`).
+        ref_verdicts: per reference statement, "1" if the joined contexts support it; default: some single
+            context does.
+        tp: per response statement, "1" if the reference supports it (a true positive).
+        covered: per reference statement, "1" if the response supports it (else a false negative).
+        useful_ref / useful_resp: per context, "1" if it was useful for arriving at the reference
+            (context_precision) / the response (context_utilization); default: it supports one of the
+            reference's / response's statements.
+        ref_entities / ctx_entities: the entities the judge lists for the reference / the joined contexts
+            (a raw string: unparseable); default: the `LEXICON` entries found in the text.
+        questions: answer_relevancy's three generations for the response, (question, noncommittal) or raw
+            text; default: the user's question and two variants, noncommittal when there are no statements.
+        ratings: "metric/judge" -> the NV judge's free text; default: a digit derived from the verdicts
+            (`_default_ratings`).
+        extra_vectors: text -> vector, for answer_relevancy's question texts (default `auto_vector`).
+        slips: the judge's raw answer to a one-call JSON prompt instead of the one derived from the
+            verdicts: "nli/joined" (the response's statements against the joined contexts),
+            "nli/reference" (against the reference), "correctness" (the TP/FP/FN classifier). Such a
+            case is compared in generate mode only (see `SLIPS`).
+        known_mismatch: metric, or "metric/judge_mode" -> why ascend-eval cannot match RAGAS on this case
+            (xfail, strict).
+        not_comparable: "metric/judge_mode" -> why the decision cannot be made identical (skipped); judges
+            that write no rating are added automatically for classify mode.
     """
 
     id: str
@@ -67,8 +103,169 @@ class Case:
     vectors: tuple[Vector, Vector]
     raw: str | None = None
     fix: str | None = None
+    sources: tuple[str, ...] | None = None
+    ref_statements: tuple[str, ...] = ()
+    ref_raw: str | None = None
+    ref_sources: tuple[str, ...] = ()
+    ref_verdicts: str | None = None
+    tp: str = ""
+    covered: str = ""
+    useful_ref: str | None = None
+    useful_resp: str | None = None
+    ref_entities: tuple[str, ...] | str | None = None
+    ctx_entities: tuple[str, ...] | str | None = None
+    questions: tuple[tuple[str, int] | str, ...] | None = None
+    ratings: dict[str, str] = field(default_factory=dict)
+    extra_vectors: dict[str, Vector] = field(default_factory=dict)
+    slips: dict[str, str] = field(default_factory=dict)
     known_mismatch: dict[str, str] = field(default_factory=dict)
+    not_comparable: dict[str, str] = field(default_factory=dict)
     note: str = ""
+
+    @property
+    def joined(self) -> str:
+        return "\n".join(self.contexts)
+
+    def supports(self, which: str) -> list[list[int]]:
+        """[statement][context]: does single context c support the response's ("response") or the
+        reference's ("reference") statement?"""
+        if which == "response":
+            statements, spec = self.statements, self.sources
+            if spec is None and len(self.contexts) == 1:
+                spec = tuple("0" if v else "" for v in self.verdicts)
+        else:
+            statements, spec = self.ref_statements, self.ref_sources
+        if not statements:
+            return []
+        if spec is None or len(spec) != len(statements):
+            raise ValueError(f"{self.id}: give the supporting contexts of every {which} statement.")
+        return [[int(str(c) in s) for c in range(len(self.contexts))] for s in spec]
+
+    def ref_joined_verdicts(self) -> list[int]:
+        """Per reference statement: do the joined contexts support it?"""
+        if self.ref_verdicts is not None:
+            return _bits(self.ref_verdicts)
+        return [int(any(row)) for row in self.supports("reference")]
+
+    def comparability(self) -> dict[str, str]:
+        """`not_comparable`, plus classify mode of every NV metric where a judge writes no rating."""
+        out = dict(self.not_comparable)
+        for slip in self.slips:
+            for metric in SLIPS[slip]:
+                out.setdefault(
+                    f"{metric}/classify",
+                    f"the judge's slip in a one-call answer ({slip}) has no per-statement Classify form",
+                )
+        for key, text in self.ratings.items():
+            metric = key.partition("/")[0]
+            if ragas_reading(metric, text) is None:
+                out.setdefault(
+                    f"{metric}/classify",
+                    f"judge {key.partition('/')[2]} writes no rating ({text!r}): RAGAS's judge is NaN "
+                    "after 5 tries, while a Classify judge always rates",
+                )
+        return out
+
+
+SLIPS: dict[str, tuple[str, ...]] = {
+    "nli/joined": ("faithfulness",),
+    "nli/reference": ("noise_sensitivity(mode=relevant)", "noise_sensitivity(mode=irrelevant)"),
+    "correctness": ("answer_correctness",),
+}
+"""Where a judge can slip in one call, and the metrics that then see the slip."""
+
+
+def _bits(text: str) -> list[int]:
+    if any(ch not in "01" for ch in text):
+        raise ValueError(f"A verdict string holds only 0 and 1, got {text!r}.")
+    return [int(ch) for ch in text]
+
+
+def _verdict_list(*verdicts: tuple[str, int]) -> str:
+    items = [{"statement": s, "reason": "scripted slip", "verdict": v} for s, v in verdicts]
+    return json.dumps({"statements": items})
+
+
+def auto_vector(text: str) -> Vector:
+    """A deterministic small-integer vector for a text whose geometry no case is about (never all zero)."""
+    rng = np.random.default_rng(zlib.crc32(text.encode("utf-8")))
+    components = rng.integers(-4, 5, size=DIM)
+    if not components.any():
+        components[0] = 1
+    return tuple(float(c) for c in components)
+
+
+LEXICON = (
+    # English
+    "Eiffel Tower", "Gustave Eiffel", "1889", "World's Fair", "Paris", "330 metres", "330 m",
+    "81-storey", "Photosynthesis", "glucose", "Mitochondria", "ATP", "Python 3.12", "2 October 2023",
+    "October 2023", "2023", "PEP 701", "GIL", "Jane Austen", "Pride and Prejudice", "1813", "Mars",
+    "Phobos", "Deimos", "Berlin", "Atlantis", "Plato", "Moon", "Earth", "384,400 km", "100 degrees Celsius",
+    "299,792 km/s", "300,000 km/s", "Jupiter", "Saturn", "Solar System", "Au", "DNA", "France", "Nile",
+    "Egyptian", "Red Planet", "0 °C", "Louvre",
+    # Chinese
+    "长江", "6300公里", "中国", "东海", "青藏高原", "唐古拉山脉", "上海", "故宫", "北京", "紫禁城", "明朝",
+    "1406年", "清朝", "龙井茶", "浙江省", "杭州", "西湖", "绿茶", "红茶", "红楼梦", "曹雪芹", "清代",
+    "渤海", "2023年10月2日", "明清",
+)  # fmt: skip
+"""The default entity judge: lists the lexicon entries a text contains, in order of first occurrence (ASCII
+entries as whole words, so "Au" is not found in "Austen")."""
+
+
+def lexicon_entities(text: str) -> list[str]:
+    found = []
+    for entity in LEXICON:
+        if entity.isascii():
+            match = re.search(rf"(?<!\w){re.escape(entity)}(?!\w)", text)
+            at = match.start() if match else -1
+        else:
+            at = text.find(entity)
+        if at >= 0:
+            found.append((at, -len(entity), entity))
+    return [entity for _, _, entity in sorted(found)]
+
+
+def _share(bits: Sequence[int], *, all_of: str, some: str, none: str) -> str:
+    if bits and all(bits):
+        return all_of
+    return some if any(bits) else none
+
+
+def _default_ratings(c: Case) -> dict[str, str]:
+    """Each NV judge's rating when a case does not script it, derived from the case's verdicts (judge 2
+    looks at a different aspect than judge 1, so the two sometimes disagree)."""
+    answer, reference = c.statements, c.ref_statements
+    tp = _bits(c.tp) if c.tp else [0] * len(answer)
+    covered = _bits(c.covered) if c.covered else [0] * len(reference)
+    in_single = [int(any(row)) for row in c.supports("response")] if c.contexts else []
+    useful = _useful(c, "reference")
+    return {
+        "nv_accuracy/1": "0" if not answer else _share([*tp, *covered], all_of="4", some="2", none="0"),
+        "nv_accuracy/2": "0" if not reference else _share(covered, all_of="4", some="2", none="0"),
+        "nv_context_relevance/1": _share(c.ref_joined_verdicts(), all_of="2", some="1", none="0"),
+        "nv_context_relevance/2": "2" if any(useful) else "0",
+        "nv_response_groundedness/1": _share(list(c.verdicts[: len(answer)]), all_of="2", some="1", none="0"),
+        "nv_response_groundedness/2": _share(in_single, all_of="2", some="1", none="0"),
+    }
+
+
+def _useful(c: Case, which: str) -> list[int]:
+    spec = c.useful_ref if which == "reference" else c.useful_resp
+    if spec is not None:
+        if len(spec) != len(c.contexts):
+            raise ValueError(f"{c.id}: one usefulness verdict per context, got {spec!r}.")
+        return _bits(spec)
+    rows = c.supports(which)
+    return [int(any(row[i] for row in rows)) for i in range(len(c.contexts))]
+
+
+def _questions(c: Case) -> list[tuple[str, int] | str]:
+    if c.questions is not None:
+        if len(c.questions) != STRICTNESS:
+            raise ValueError(f"{c.id}: answer_relevancy asks for {STRICTNESS} generations.")
+        return list(c.questions)
+    noncommittal = 0 if c.statements else 1
+    return [(c.question, noncommittal)] + [(f"{c.question} ({i})", noncommittal) for i in (2, 3)]
 
 
 EIFFEL = "The Eiffel Tower was completed in 1889 as the entrance arch to the World's Fair in Paris."
@@ -101,6 +298,11 @@ CASES: tuple[Case, ...] = (
             "Gustave Eiffel's company built the Eiffel Tower.",
         ),
         verdicts=(1, 1, 1),
+        sources=("0", "1", "2"),
+        ref_statements=("The Eiffel Tower was completed in 1889.", "The Eiffel Tower is 330 metres tall."),
+        ref_sources=("0", "1"),
+        tp="110",
+        covered="11",
         vectors=(vec(1, 2, 2), vec(2, 1, 2)),
     ),
     Case(
@@ -117,6 +319,11 @@ CASES: tuple[Case, ...] = (
             "Photosynthesis makes glucose.",
         ),
         verdicts=(1, 0, 1),
+        sources=("0", "", "0"),
+        ref_statements=("Photosynthesis converts light energy into chemical energy.",),
+        ref_sources=("0",),
+        tp="100",
+        covered="1",
         vectors=(vec(2, 3, 6), vec(3, 2, 6)),
     ),
     Case(
@@ -127,6 +334,15 @@ CASES: tuple[Case, ...] = (
         reference="Python 3.12 was released in October 2023.",
         statements=("Python 3.12 came out in October 2023.", "Python 3.12 removed the GIL."),
         verdicts=(1, 0),
+        ref_statements=("Python 3.12 was released in October 2023.",),
+        ref_sources=("0",),
+        tp="10",
+        covered="1",
+        questions=(
+            ("When was Python 3.12 released?", 0),
+            ("What did Python 3.12 remove?", 0),
+            ("When did Python 3.12 come out?", 0),
+        ),
         vectors=(vec(1, 4, 8), vec(4, 4, 7)),
     ),
     Case(
@@ -145,6 +361,21 @@ CASES: tuple[Case, ...] = (
             "Gustave Eiffel's company built the Eiffel Tower.",
         ),
         verdicts=(1, 1, 0, 1),
+        sources=("0", "0", "", "4"),
+        ref_statements=(
+            "The Eiffel Tower is 330 metres tall.",
+            "The Eiffel Tower is made of iron.",
+            "The Eiffel Tower is in Paris.",
+            "The Eiffel Tower was completed in 1889.",
+        ),
+        ref_sources=("2", "", "0", "0"),
+        tp="1000",
+        covered="1001",
+        ratings={
+            "nv_accuracy/1": "4.0",
+            "nv_context_relevance/1": "Relevance: 1.0",
+            "nv_response_groundedness/2": "[2]",
+        },
         vectors=(vec(2, 6, 9), vec(6, 6, 7)),
     ),
     Case(
@@ -159,6 +390,11 @@ CASES: tuple[Case, ...] = (
             "Pride and Prejudice is a novel of manners.",
         ),
         verdicts=(0, 0, 0),
+        sources=("", "", ""),
+        ref_statements=("Jane Austen wrote Pride and Prejudice.",),
+        ref_sources=("",),
+        tp="100",
+        covered="1",
         vectors=(vec(3, 4, 12), vec(4, 3, 12)),
     ),
     Case(
@@ -169,6 +405,10 @@ CASES: tuple[Case, ...] = (
         reference="Two: Phobos and Deimos.",
         statements=("Mars has three moons.",),
         verdicts=(0,),
+        ref_statements=("Mars has two moons.", "The moons of Mars are Phobos and Deimos."),
+        ref_sources=("0", "0"),
+        tp="0",
+        covered="00",
         vectors=(vec(1, 2, 2, 4), vec(2, 1, 4, 2)),
     ),
     Case(
@@ -191,6 +431,12 @@ CASES: tuple[Case, ...] = (
             "Python 3.12 dropped f-strings.",
         ),
         verdicts=(1, 1, 1, 0, 1, 1, 0),
+        sources=("0", "1", "2", "", "3", "4", ""),
+        ref_statements=("The Eiffel Tower dates from 1889.", "Python 3.12 was released in October 2023."),
+        ref_sources=("0", "3"),
+        tp="1000100",
+        covered="10",
+        ratings={"nv_accuracy/2": "Rating: 2", "nv_context_relevance/2": "1"},
         vectors=(vec(2, 4, 5, 6), vec(6, 5, 4, 2)),
     ),
     Case(
@@ -205,6 +451,10 @@ CASES: tuple[Case, ...] = (
             "The Eiffel Tower is made of wood.",
         ),
         verdicts=(1, 1, 0),
+        ref_statements=("The Eiffel Tower is in Paris.",),
+        ref_sources=("0",),
+        tp="110",
+        covered="1",
         vectors=(vec(1, 2, 2), vec(2, 2, 1)),
         note="identical statements are two verdicts on both sides (our engine dedupes the request only)",
     ),
@@ -216,6 +466,11 @@ CASES: tuple[Case, ...] = (
         reference="Blue and green.",
         statements=("  The sky is blue. ", "Grass is green.\n"),
         verdicts=(1, 1),
+        sources=("0", "1"),
+        ref_statements=("The sky is blue.", "Grass is green."),
+        ref_sources=("0", "1"),
+        tp="11",
+        covered="11",
         vectors=(vec(2, 3, 6), vec(2, 6, 3)),
         note="RAGAS judges the statements as generated, ours stripped; same decision either way",
     ),
@@ -230,6 +485,14 @@ CASES: tuple[Case, ...] = (
         reference='It sets "a" to 1.',
         statements=('The line sets key "a" to 1.', "The line is JSON."),
         verdicts=(1, 1),
+        sources=("0", "1"),
+        ref_statements=('The line sets key "a" to 1.',),
+        ref_sources=("0",),
+        tp="10",
+        covered="1",
+        ratings={
+            "nv_context_relevance/2": "Based on the provided Question and Context, the Relevance score is [2]"
+        },
         vectors=(vec(4, 4, 7), vec(7, 4, 4)),
         note="prompt markers, quotes, backslashes and blank lines inside the inputs",
     ),
@@ -241,6 +504,14 @@ CASES: tuple[Case, ...] = (
         reference="Atlantis is fictional and has no capital.",
         statements=(),
         verdicts=(),
+        ref_statements=("Atlantis is fictional.", "Atlantis has no capital."),
+        ref_sources=("0", ""),
+        covered="00",
+        questions=(
+            ("What is the capital of Atlantis?", 1),
+            ("Where is the capital of Atlantis?", 2),
+            ("What is Atlantis's capital city?", 1),
+        ),
         vectors=(vec(1, 4, 8), vec(8, 4, 1)),
         note="empty statement list: RAGAS returns NaN without the NLI call; so do we",
     ),
@@ -252,6 +523,9 @@ CASES: tuple[Case, ...] = (
         reference="384,400 km on average.",
         statements=(),
         verdicts=(),
+        ref_statements=("The average distance from the Earth to the Moon is 384,400 km.",),
+        ref_sources=("0",),
+        covered="1",
         raw="garbage",
         vectors=(vec(2, 6, 9), vec(2, 9, 6)),
         note="unparseable: RAGAS asks its fixer once more (the judge repeats itself) and scores NaN",
@@ -264,6 +538,10 @@ CASES: tuple[Case, ...] = (
         reference="They produce ATP.",
         statements=("Mitochondria make most of the cell's ATP.",),
         verdicts=(1,),
+        ref_statements=("Mitochondria produce ATP.",),
+        ref_sources=("0",),
+        tp="1",
+        covered="1",
         raw=(
             "Sure! Here are the statements:\n```json\n"
             '{"statements": ["Mitochondria make most of the cell\'s ATP."]}\n```\nHope this helps.'
@@ -278,6 +556,10 @@ CASES: tuple[Case, ...] = (
         reference="100 degrees Celsius.",
         statements=(),
         verdicts=(),
+        ref_statements=("Water boils at 100 degrees Celsius at sea level.",),
+        ref_sources=("0",),
+        covered="0",
+        questions=(("", 1), ("", 1), ("", 1)),
         vectors=(vec(3, 4, 12), vec(1, 2, 2)),
         note="RAGAS extracts no statements from '' (NaN); ours skips the call (NaN); both embed ' '",
     ),
@@ -289,6 +571,10 @@ CASES: tuple[Case, ...] = (
         reference="About 299,792 km/s.",
         statements=("Light travels at about 300,000 km/s.", ""),
         verdicts=(1, 0),
+        ref_statements=("The speed of light is about 299,792 km/s.", ""),
+        ref_sources=("0", ""),
+        tp="10",
+        covered="10",
         vectors=(vec(2, 1, 2), vec(1, 2, 2, 4)),
     ),
     Case(
@@ -299,6 +585,10 @@ CASES: tuple[Case, ...] = (
         reference="1, 2, ..., 33.",
         statements=tuple(f"Number {i} is in the list." for i in range(1, 34)),
         verdicts=(1,) * 32 + (0,),
+        ref_statements=("The list contains the numbers 1 to 33.",),
+        ref_sources=("",),
+        tp="1" * 33,
+        covered="1",
         vectors=(vec(4, 3, 12), vec(3, 4, 12)),
     ),
     # ---- English: answer_similarity geometry ----------------------------------------------------------
@@ -310,6 +600,10 @@ CASES: tuple[Case, ...] = (
         reference="The chemical symbol for gold is Au.",
         statements=("The chemical symbol for gold is Au.",),
         verdicts=(1,),
+        ref_statements=("The chemical symbol for gold is Au.",),
+        ref_sources=("0",),
+        tp="1",
+        covered="1",
         vectors=(vec(2, 4, 5, 6), vec(2, 4, 5, 6)),
         note="reference == response: one text, one vector, cosine 1",
     ),
@@ -321,6 +615,10 @@ CASES: tuple[Case, ...] = (
         reference="Saturn.",
         statements=("Jupiter is the largest planet in the Solar System.",),
         verdicts=(1,),
+        ref_statements=("The largest planet is Saturn.",),
+        ref_sources=("",),
+        tp="0",
+        covered="0",
         vectors=(vec(1, 2, 2), vec(2, -2, 1)),
     ),
     Case(
@@ -331,6 +629,16 @@ CASES: tuple[Case, ...] = (
         reference="No, the Earth is round.",
         statements=("The Earth is flat.",),
         verdicts=(0,),
+        ref_statements=("The Earth is not flat.", "The Earth is round."),
+        ref_sources=("0", "0"),
+        tp="0",
+        covered="00",
+        questions=(("Is the Earth flat?", 0), ("Is the Earth round?", 0), ("What shape is the Earth?", 1)),
+        extra_vectors={
+            "Is the Earth flat?": vec(1, 2, 2),
+            "Is the Earth round?": vec(-2, -1, -2),
+            "What shape is the Earth?": vec(2, -2, 1),
+        },
         vectors=(vec(1, 2, 2), vec(-1, -2, -2)),
         note="cosine -1: neither side clips",
     ),
@@ -342,6 +650,12 @@ CASES: tuple[Case, ...] = (
         reference="Four.",
         statements=("2 + 2 is 4.",),
         verdicts=(1,),
+        ref_statements=("The answer is four.",),
+        ref_sources=("0",),
+        tp="1",
+        covered="1",
+        questions=(("What is 2 + 2?", 0), ("What is two plus two?", 0), ("Sum?", 0)),
+        extra_vectors={"Sum?": ZERO},
         vectors=(vec(2, 3, 6), ZERO),
     ),
     Case(
@@ -352,6 +666,25 @@ CASES: tuple[Case, ...] = (
         reference="PEP 701 lifted restrictions on f-string syntax in Python 3.12.",
         statements=("Python 3.12 made f-strings more flexible.", "The change is PEP 701."),
         verdicts=(1, 1),
+        sources=("1", "1"),
+        ref_statements=("PEP 701 lifted restrictions on f-string syntax.", "PEP 701 is part of Python 3.12."),
+        ref_sources=("1", "1"),
+        tp="11",
+        covered="11",
+        questions=(
+            ("What did Python 3.12 change about f-strings?", 0),
+            ("What is PEP 701?", 0),
+            ("How did f-strings change in Python 3.12?", 0),
+        ),
+        extra_vectors={
+            "What did Python 3.12 change about f-strings?": real(
+                0.21, -0.44, 0.35, 0.02, 0.57, -0.31, 0.12, 0.4
+            ),
+            "What is PEP 701?": real(0.05, -0.61, 0.18, 0.33, 0.42, -0.12, 0.29, 0.45),
+            "How did f-strings change in Python 3.12?": real(
+                0.19, -0.47, 0.31, 0.06, 0.55, -0.29, 0.16, 0.37
+            ),
+        },
         vectors=(
             real(0.12, -0.53, 0.33, 0.08, 0.61, -0.27, 0.19, 0.31),
             real(0.15, -0.49, 0.29, 0.11, 0.58, -0.22, 0.25, 0.27),
@@ -366,6 +699,11 @@ CASES: tuple[Case, ...] = (
         reference="约6300公里，注入东海。",
         statements=("长江全长约6300公里。", "长江是中国第一长河。", "长江最终注入东海。"),
         verdicts=(1, 1, 1),
+        sources=("0", "0", "1"),
+        ref_statements=("长江全长约6300公里。", "长江注入东海。"),
+        ref_sources=("0", "1"),
+        tp="101",
+        covered="11",
         vectors=(vec(1, 2, 2), vec(2, 2, 1)),
     ),
     Case(
@@ -381,6 +719,12 @@ CASES: tuple[Case, ...] = (
             "故宫是现存最大的木质古建筑群之一。",
         ),
         verdicts=(1, 0, 0, 1),
+        sources=("0", "", "", "1"),
+        ref_statements=("故宫位于北京。", "故宫是现存规模最大的木质结构古建筑群之一。"),
+        ref_sources=("0", "1"),
+        tp="1001",
+        covered="11",
+        ratings={"nv_response_groundedness/1": "评分：1"},
         vectors=(vec(2, 3, 6), vec(3, 6, 2)),
     ),
     Case(
@@ -391,6 +735,11 @@ CASES: tuple[Case, ...] = (
         reference="浙江杭州西湖一带。",
         statements=("龙井茶产于杭州西湖一带。", "龙井茶属于绿茶。", "龙井茶是红茶。"),
         verdicts=(1, 1, 0),
+        ref_statements=("龙井茶产于浙江杭州西湖一带。",),
+        ref_sources=("0",),
+        tp="100",
+        covered="0",
+        questions=(("龙井茶产自哪里？", 0), ("", 0), ("龙井茶属于什么茶？", 0)),
         vectors=(vec(1, 4, 8), vec(4, 1, 8)),
     ),
     Case(
@@ -407,6 +756,12 @@ CASES: tuple[Case, ...] = (
             "故宫旧称紫禁城。",
         ),
         verdicts=(1, 1, 1, 0, 1),
+        sources=("0", "3", "3", "", "1"),
+        ref_statements=("长江长约6300公里。", "长江注入东海。", "故宫即紫禁城。", "故宫位于北京。"),
+        ref_sources=("0", "3", "1", "1"),
+        tp="10101",
+        covered="1110",
+        ratings={"nv_accuracy/2": "我的评分是 4"},
         vectors=(vec(4, 4, 7), vec(4, 7, 4)),
     ),
     Case(
@@ -417,6 +772,11 @@ CASES: tuple[Case, ...] = (
         reference="曹雪芹。",
         statements=("《红楼梦》的作者是曹雪芹。", "《红楼梦》成书于清代。"),
         verdicts=(0, 0),
+        sources=("", ""),
+        ref_statements=("《红楼梦》的作者是曹雪芹。",),
+        ref_sources=("",),
+        tp="10",
+        covered="1",
         vectors=(vec(6, 6, 7), vec(7, 6, 6)),
     ),
     Case(
@@ -431,6 +791,12 @@ CASES: tuple[Case, ...] = (
             "紫禁城至今已有六百多年？",
         ),
         verdicts=(1, 1, 0),
+        sources=("", "0", ""),
+        ref_statements=("紫禁城是故宫的旧称。", "紫禁城是明清两代的皇宫。"),
+        ref_sources=("0", ""),
+        ref_verdicts="11",
+        tp="100",
+        covered="11",
         vectors=(vec(2, 6, 9), vec(9, 6, 2)),
         note="full-width ：；！？…「」（） inside the texts, in valid JSON",
     ),
@@ -442,6 +808,10 @@ CASES: tuple[Case, ...] = (
         reference="绿茶。",
         statements=("龙井茶属于绿茶。", "龙井茶属于绿茶。"),
         verdicts=(1, 1),
+        ref_statements=("龙井茶属于绿茶。",),
+        ref_sources=("0",),
+        tp="11",
+        covered="1",
         vectors=(vec(3, 4, 12), vec(12, 4, 3)),
     ),
     Case(
@@ -452,6 +822,11 @@ CASES: tuple[Case, ...] = (
         reference="2023年10月2日。",
         statements=("Python 3.12 于2023年10月2日发布。", "Python 3.12 改进了错误提示。"),
         verdicts=(1, 1),
+        sources=("0", "1"),
+        ref_statements=("Python 3.12 于2023年10月2日发布。",),
+        ref_sources=("0",),
+        tp="10",
+        covered="1",
         vectors=(vec(2, 4, 5, 6), vec(4, 2, 6, 5)),
     ),
     Case(
@@ -462,6 +837,11 @@ CASES: tuple[Case, ...] = (
         reference="东海。",
         statements=("长江注入东海。",),
         verdicts=(1,),
+        sources=("1",),
+        ref_statements=("长江注入东海。",),
+        ref_sources=("1",),
+        tp="1",
+        covered="1",
         vectors=(vec(1, 2, 2, 4), vec(4, 2, 2, 1)),
         note="an empty string among the contexts: the joined context starts with a newline",
     ),
@@ -483,6 +863,10 @@ CASES: tuple[Case, ...] = (
         reference="约九千间。",
         statements=(),
         verdicts=(),
+        ref_statements=("故宫约有九千间房屋。",),
+        ref_sources=("",),
+        covered="1",
+        questions=(("故宫有多少个房间？", 0), "抱歉，我无法完成这个任务。", ("故宫有几间房？", 0)),
         raw="抱歉，我无法完成这个任务。",
         vectors=(vec(6, 7, 6), vec(6, 6, 7)),
     ),
@@ -494,6 +878,10 @@ CASES: tuple[Case, ...] = (
         reference="长江。",
         statements=("中国最长的河流是长江。",),
         verdicts=(1,),
+        ref_statements=("中国最长的河流是长江。",),
+        ref_sources=("0",),
+        tp="1",
+        covered="1",
         raw="｛“statements”：［“中国最长的河流是长江。”］｝",
         fix='{"statements": ["中国最长的河流是长江。"]}',
         vectors=(vec(1, 2, 2), vec(1, 2, 2, 4)),
@@ -507,6 +895,11 @@ CASES: tuple[Case, ...] = (
         reference="长江流入东海。",
         statements=("长江流入渤海。",),
         verdicts=(0,),
+        ref_statements=("长江流入东海。",),
+        ref_sources=("0",),
+        tp="0",
+        covered="0",
+        ctx_entities="抱歉，无法提取实体。",
         vectors=(vec(2, 3, 6), vec(-6, -3, -2)),
     ),
     Case(
@@ -517,10 +910,218 @@ CASES: tuple[Case, ...] = (
         reference="紫禁城。",
         statements=("故宫旧称紫禁城。", "故宫是明清两代的皇宫。"),
         verdicts=(1, 0),
+        ref_statements=("故宫旧称紫禁城。",),
+        ref_sources=("0",),
+        tp="10",
+        covered="1",
         vectors=(
             real(0.41, 0.07, -0.36, 0.52, -0.18, 0.23, 0.44, -0.09),
             real(0.38, 0.12, -0.29, 0.47, -0.25, 0.31, 0.35, -0.14),
         ),
+    ),
+    # ---- Added for the other ten metrics --------------------------------------------------------------
+    Case(
+        id="en-blank-statement-noise",
+        question="How tall is the Eiffel Tower?",
+        response="It is about as tall as an 81-storey building.",
+        contexts=(EIFFEL_H,),
+        reference="It is 330 metres tall.",
+        statements=("The Eiffel Tower is about as tall as an 81-storey building.", ""),
+        verdicts=(1, 0),
+        ref_statements=("The Eiffel Tower is 330 metres tall.",),
+        ref_sources=("0",),
+        tp="00",
+        covered="0",
+        vectors=(vec(1, 2, 2, 4), vec(2, 1, 2, 4)),
+        note="a wrong claim taken from a relevant context, and a blank statement: the blank is counted "
+        "in noise_sensitivity's denominator by RAGAS",
+    ),
+    Case(
+        id="en-reference-no-statements",
+        question="Who designed the Eiffel Tower?",
+        response="Gustave Eiffel's company designed it.",
+        contexts=(EIFFEL_D,),
+        reference="See the linked article.",
+        statements=("Gustave Eiffel's company designed the Eiffel Tower.",),
+        verdicts=(1,),
+        tp="0",
+        vectors=(vec(2, 3, 6), vec(6, 2, 3)),
+        note="the reference has no statements: legacy answer_correctness still asks the classifier",
+    ),
+    Case(
+        id="en-reference-unparseable",
+        question="What is the capital of France?",
+        response="Paris is the capital of France.",
+        contexts=("Paris is the capital and largest city of France.",),
+        reference="Paris.",
+        statements=("Paris is the capital of France.",),
+        verdicts=(1,),
+        ref_raw="I cannot split this into statements.",
+        vectors=(vec(2, 2, 1), vec(1, 2, 2)),
+        note="the judge fails on the reference: RAGAS's sentence attribution gets the same raw text",
+    ),
+    Case(
+        id="en-blank-reference",
+        question="What does DNA stand for?",
+        response="DNA stands for deoxyribonucleic acid.",
+        contexts=("Deoxyribonucleic acid (DNA) carries genetic information.",),
+        reference="",
+        statements=("DNA stands for deoxyribonucleic acid.",),
+        verdicts=(1,),
+        tp="0",
+        vectors=(vec(1, 2, 2), vec(4, 4, 7)),
+        note="RAGAS still decomposes and classifies the blank reference; noise_sensitivity raises (NaN)",
+    ),
+    Case(
+        id="en-whitespace-question",
+        question="   ",
+        response="Honey never spoils.",
+        contexts=(
+            "Archaeologists have found edible honey in ancient Egyptian tombs.",
+            "Bees make honey from nectar.",
+        ),
+        reference="Honey keeps for thousands of years.",
+        statements=("Honey never spoils.",),
+        verdicts=(1,),
+        sources=("0",),
+        ref_statements=("Honey keeps for thousands of years.",),
+        ref_sources=("0",),
+        tp="1",
+        covered="1",
+        vectors=(vec(1, 4, 8), vec(8, 1, 4)),
+        note="a whitespace-only question is truthy for RAGAS (only '' is missing)",
+    ),
+    Case(
+        id="en-context-in-question",
+        question="Is it true that the Nile flows north?",
+        response="Yes, the Nile flows north.",
+        contexts=("the Nile flows north",),
+        reference="Yes.",
+        statements=("The Nile flows north.",),
+        verdicts=(1,),
+        ref_statements=("The Nile flows north.",),
+        ref_sources=("0",),
+        tp="1",
+        covered="1",
+        vectors=(vec(2, 3, 6), vec(3, 6, 2)),
+        note="nv_context_relevance shortcut: the context is a substring of the question (0.0, no judge)",
+    ),
+    Case(
+        id="en-response-in-context",
+        question="What do mitochondria produce?",
+        response="most of the cell's supply of ATP",
+        contexts=(MITO, PHOTO),
+        reference="ATP.",
+        statements=("Mitochondria produce most of the cell's supply of ATP.",),
+        verdicts=(1,),
+        sources=("0",),
+        ref_statements=("Mitochondria produce ATP.",),
+        ref_sources=("0",),
+        tp="1",
+        covered="1",
+        vectors=(vec(4, 4, 7), vec(7, 4, 4)),
+        note="nv_response_groundedness shortcut: the response is a substring of the joined contexts (1.0)",
+    ),
+    Case(
+        id="en-nv-judge1-no-rating",
+        question="Which planet is known as the Red Planet?",
+        response="Mars is known as the Red Planet.",
+        contexts=("Mars is often called the Red Planet because of the iron oxide on its surface.",),
+        reference="Mars.",
+        statements=("Mars is known as the Red Planet.",),
+        verdicts=(1,),
+        ref_statements=("Mars is the Red Planet.",),
+        ref_sources=("0",),
+        tp="1",
+        covered="1",
+        ratings={
+            "nv_accuracy/1": "I am unable to rate this answer.",
+            "nv_context_relevance/1": "Not applicable.",
+            "nv_response_groundedness/1": "N/A",
+        },
+        vectors=(vec(6, 6, 7), vec(7, 6, 6)),
+        note="judge 1 writes no rating (RAGAS asks 5 times), judge 2 rates: legacy max(nan, x) is NaN",
+    ),
+    Case(
+        id="en-nv-judge2-no-rating",
+        question="What is the freezing point of water?",
+        response="Water freezes at 0 degrees Celsius.",
+        contexts=("Pure water freezes at 0 °C at standard pressure.",),
+        reference="0 °C.",
+        statements=("Water freezes at 0 degrees Celsius.",),
+        verdicts=(1,),
+        ref_statements=("Water freezes at 0 °C.",),
+        ref_sources=("0",),
+        tp="1",
+        covered="1",
+        ratings={
+            "nv_accuracy/2": "Unable to judge.",
+            "nv_context_relevance/2": "No score.",
+            "nv_response_groundedness/2": "?",
+        },
+        vectors=(vec(2, 6, 9), vec(6, 2, 9)),
+        note="judge 2 writes no rating: legacy max(x, nan) keeps judge 1's rating",
+    ),
+    Case(
+        id="en-entities-duplicates",
+        question="Where is the Eiffel Tower and when was it completed?",
+        response="It is in Paris and was completed in 1889.",
+        contexts=("The Eiffel Tower stands in Paris. The Eiffel Tower was completed in 1889.",),
+        reference="The Eiffel Tower is in Paris; the eiffel tower was finished in 1889.",
+        statements=("The Eiffel Tower is in Paris.", "The Eiffel Tower was completed in 1889."),
+        verdicts=(1, 1),
+        ref_statements=("The Eiffel Tower is in Paris.", "The Eiffel Tower was finished in 1889."),
+        ref_sources=("0", "0"),
+        tp="11",
+        covered="11",
+        ref_entities=("Eiffel Tower", "Paris", "eiffel tower", "1889", "Paris", " Paris"),
+        ctx_entities=("Eiffel Tower", "Paris", "Eiffel Tower", "1889"),
+        vectors=(vec(3, 4, 12), vec(4, 12, 3)),
+        note="entity lists with duplicates, a case variant and a padded variant: exact strings, list length",
+    ),
+    Case(
+        id="en-entities-blank-entity",
+        question="What is the Louvre?",
+        response="The Louvre is a museum in Paris.",
+        contexts=("The Louvre is the world's most-visited museum.",),
+        reference="The Louvre is an art museum in Paris.",
+        statements=("The Louvre is a museum.", "The Louvre is in Paris."),
+        verdicts=(1, 0),
+        ref_statements=("The Louvre is an art museum.", "The Louvre is in Paris."),
+        ref_sources=("0", ""),
+        tp="11",
+        covered="01",
+        ref_entities=("Louvre", "", "Paris"),
+        ctx_entities=("Louvre", ""),
+        vectors=(vec(2, 4, 5, 6), vec(5, 4, 2, 6)),
+        note="the judge lists an empty string as an entity on both sides",
+    ),
+    Case(
+        id="en-judge-slips",
+        question="Name two moons of Jupiter.",
+        response="Io and Europa orbit Jupiter. Ganymede is the largest moon.",
+        contexts=(
+            "Io and Europa are two of Jupiter's Galilean moons.",
+            "Ganymede is the largest moon in the Solar System.",
+        ),
+        reference="Io and Europa.",
+        statements=("Io orbits Jupiter.", "Europa orbits Jupiter.", "Ganymede is the largest moon."),
+        verdicts=(1, 1, 1),
+        sources=("0", "0", "1"),
+        ref_statements=("Io is a moon of Jupiter.", "Europa is a moon of Jupiter."),
+        ref_sources=("0", "0"),
+        tp="110",
+        covered="11",
+        slips={
+            # Two verdicts for three statements: faithfulness counts the verdicts returned (1 of 2) ...
+            "nli/joined": _verdict_list(("Io orbits Jupiter.", 1), ("Europa orbits Jupiter.", 0)),
+            # ... noise_sensitivity's verdict matrices become ragged (RAGAS: numpy raises, NaN).
+            "nli/reference": _verdict_list(("Io orbits Jupiter.", 1), ("Europa orbits Jupiter.", 1)),
+            # The classifier sorts nothing: legacy F-beta of (0, 0, 0) is 0.
+            "correctness": '{"TP": [], "FP": [], "FN": []}',
+        },
+        vectors=(vec(1, 2, 2, 4), vec(4, 2, 2, 1, 2, 2, 4, 4)),
+        note="judge slips in one-call JSON answers (compared in generate mode)",
     ),
 )
 
@@ -549,10 +1150,68 @@ def build_script(cases: Sequence[Case] = CASES) -> Script:
             if c.raw is None:
                 raise ValueError(f"{c.id}: a fix needs the raw output it fixes.")
             script.set_fix(c.raw, c.fix)
-        context = "\n".join(c.contexts)
+        context = c.joined
         for statement, verdict in zip(c.statements, c.verdicts, strict=True):
             script.set_verdict(context, statement, verdict)
         # RAGAS and ours embed an empty text as a single space.
         script.set_embedding(c.reference or " ", c.vectors[0])
         script.set_embedding(c.response or " ", c.vectors[1])
+        _add_reference_side(script, c)
+        _add_other_metrics(script, c)
     return script
+
+
+def _add_reference_side(script: Script, c: Case) -> None:
+    """The reference's statements and every (text, statement) verdict the other metrics ask for."""
+    script.set_texts(c.question, c.response, c.reference)
+    script.set_statements(
+        c.question, c.reference, c.ref_raw if c.ref_raw is not None else list(c.ref_statements)
+    )
+    answer, reference = c.statements, c.ref_statements
+    # Single contexts (noise_sensitivity) against both statement lists.
+    for which, statements in (("response", answer), ("reference", reference)):
+        for statement, row in zip(statements, c.supports(which), strict=True):
+            for text, verdict in zip(c.contexts, row, strict=True):
+                script.set_verdict(text, statement, verdict)
+    for statement, row, verdict in zip(answer, c.supports("response"), c.verdicts, strict=True):
+        if any(row) and not verdict:
+            raise ValueError(f"{c.id}: a single context supports {statement!r} but the joined ones do not.")
+    # The joined contexts against the reference's statements (context_recall).
+    for statement, verdict in zip(reference, c.ref_joined_verdicts(), strict=True):
+        script.set_verdict(c.joined, statement, verdict)
+    # The reference against the response's statements (TP; noise_sensitivity), the response against the
+    # reference's (FN).
+    if answer and c.ref_raw is None:  # RAGAS's noise_sensitivity asks even when the reference has none
+        for statement, verdict in zip(answer, _bits(c.tp), strict=True):
+            script.set_verdict(c.reference, statement, verdict)
+    if reference:
+        for statement, verdict in zip(reference, _bits(c.covered), strict=True):
+            script.set_verdict(c.response, statement, verdict)
+
+
+def _add_other_metrics(script: Script, c: Case) -> None:
+    """Usefulness, entities, answer_relevancy's generations and vectors, and the NV ratings."""
+    for which, answer in (("reference", c.reference), ("response", c.response)):
+        for text, useful in zip(c.contexts, _useful(c, which), strict=True):
+            script.set_useful(c.question, text, answer, useful)
+    for text, entities in ((c.reference, c.ref_entities), (c.joined, c.ctx_entities)):
+        script.set_entities(text, lexicon_entities(text) if entities is None else entities)
+    generations = _questions(c)
+    script.set_questions(c.response, generations)
+    for text in [c.question] + [g[0] for g in generations if not isinstance(g, str)]:
+        script.set_embedding(text, c.extra_vectors.get(text, auto_vector(text)))
+    ratings = _default_ratings(c) | c.ratings
+    inputs = {
+        "nv_accuracy": (c.question, c.response, c.reference),
+        "nv_context_relevance": (c.question, c.joined),
+        "nv_response_groundedness": (c.joined, c.response),
+    }
+    for key, text in ratings.items():
+        metric, _, judge = key.partition("/")
+        script.set_rating(metric, int(judge), inputs[metric], text)
+    for slip, text in c.slips.items():
+        if slip == "correctness":
+            script.set_correctness_slip(c.question, text)
+        else:
+            against = c.joined if slip == "nli/joined" else c.reference
+            script.set_verdicts_slip(against, c.statements, text)

@@ -23,14 +23,17 @@ text nested inside it (the output fixer quotes the original prompt) is JSON-esca
 which contain real newlines, only match at the outer level.
 
 Adding a metric: write a handler `(inputs: dict, judge: ScriptedRagasLLM) -> str` for each RAGAS prompt the
-metric sends and register it with `@ragas_prompt(OutputTitle, *input_keys)`; plain-text prompts (the NV
-metrics have no JSON) register with `@ragas_text_prompt(predicate)` and receive the whole prompt text.
+metric sends (a list of n texts when RAGAS asks for n generations) and register it with
+`@ragas_prompt(OutputTitle, *input_keys)`; plain-text prompts (the NV metrics have no JSON) register with
+`@ragas_text_prompt(name, predicate)` and receive the whole prompt text.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import string
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -41,6 +44,9 @@ os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 from langchain_core.outputs import Generation, LLMResult
 from ragas.embeddings.base import BaseRagasEmbeddings
 from ragas.llms.base import BaseRagasLLM
+from ragas.metrics._nv_metrics import AnswerAccuracy as RagasAnswerAccuracy
+from ragas.metrics._nv_metrics import ContextRelevance as RagasContextRelevance
+from ragas.metrics._nv_metrics import ResponseGroundedness as RagasResponseGroundedness
 from ragas.run_config import RunConfig
 
 from tests.parity.script import Script, ScriptMiss
@@ -112,7 +118,8 @@ class ScriptedRagasLLM(BaseRagasLLM):
     """A `BaseRagasLLM` whose every answer comes from the script.
 
     Attributes:
-        calls: handler name -> number of prompts answered (e.g. {"statement_generator": 35, ...}).
+        calls: handler name -> number of prompts answered (e.g. {"statement_generator": 35, ...}),
+            including those the output fixer re-asks.
         errors: every failure inside the judge (unknown prompt, missing decision). RAGAS turns these into
             NaN scores, so the parity test asserts this list is empty.
     """
@@ -123,21 +130,26 @@ class ScriptedRagasLLM(BaseRagasLLM):
         )
         self.script = script
         self.calls: Counter[str] = Counter()
+        self.generations: Counter[tuple[str, int]] = Counter()
+        """(handler name, n) -> LLM calls asking for n generations (a fixer's inner call is not one)."""
         self.errors: list[str] = []
 
     def answer(self, text: str) -> str | list[str]:
         """The judge's output for one rendered prompt."""
+        return self._dispatch(text)[1]
+
+    def _dispatch(self, text: str) -> tuple[str, str | list[str]]:
         title, inputs = read_prompt(text)
         if title is not None and inputs is not None:
             found = JSON_PROMPTS.get((title, frozenset(inputs)))
             if found is not None:
                 name, handler = found
                 self.calls[name] += 1
-                return handler(inputs, self)
+                return name, handler(inputs, self)
         for name, matches, text_handler in TEXT_PROMPTS:
             if matches(text):
                 self.calls[name] += 1
-                return text_handler(text, self)
+                return name, text_handler(text, self)
         raise UnknownPrompt(
             f"No handler for the RAGAS prompt with output model {title!r} and input keys "
             f"{sorted(inputs or {})}; register one in tests/parity/ragas_judge.py. "
@@ -146,10 +158,11 @@ class ScriptedRagasLLM(BaseRagasLLM):
 
     def _result(self, prompt: Any, n: int) -> LLMResult:
         try:
-            out = self.answer(prompt.to_string())
+            name, out = self._dispatch(prompt.to_string())
         except Exception as e:  # RAGAS would turn it into a quiet NaN: keep it for the test to see
             self.errors.append(f"{type(e).__name__}: {e}")
             raise
+        self.generations[(name, n)] += 1
         texts = [out] * n if isinstance(out, str) else list(out)
         if len(texts) != n:
             message = f"a handler returned {len(texts)} generations for n={n}"
@@ -245,5 +258,102 @@ def _fix(inputs: dict[str, Any], judge: ScriptedRagasLLM) -> str:
     fixed = judge.script.find("fix", (bad,))
     if fixed is None:
         again = judge.answer(inputs["prompt_value"])
-        fixed = again if isinstance(again, str) else again[0]
+        # When one of n generations failed, the judge repeats that one.
+        fixed = again if isinstance(again, str) else (bad if bad in again else again[0])
     return json.dumps({"text": fixed}, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------------------------------------------
+# answer_correctness (ragas/metrics/_answer_correctness.py): StatementGeneratorPrompt for the response and
+# the reference, then CorrectnessClassifier once (TP/FP/FN lists), derived from the per-statement verdicts.
+# ---------------------------------------------------------------------------------------------------
+
+
+@ragas_prompt("ClassificationWithReason", "question", "answer", "ground_truth", name="correctness_classifier")
+def _correctness(inputs: dict[str, Any], judge: ScriptedRagasLLM) -> str:
+    return judge.script.correctness_text(inputs["question"], inputs["answer"], inputs["ground_truth"])
+
+
+# answer_relevancy (ragas/metrics/_answer_relevance.py): ResponseRelevancePrompt, one call with n=strictness.
+@ragas_prompt("ResponseRelevanceOutput", "response", name="response_relevance")
+def _questions(inputs: dict[str, Any], judge: ScriptedRagasLLM) -> list[str]:
+    return judge.script.question_texts(inputs["response"])
+
+
+# context_precision / context_utilization (ragas/metrics/_context_precision.py): ContextPrecisionPrompt
+# once per retrieved context, "answer" being the reference or the response.
+@ragas_prompt("Verification", "question", "context", "answer", name="context_precision")
+def _useful(inputs: dict[str, Any], judge: ScriptedRagasLLM) -> str:
+    return judge.script.useful_text(inputs["question"], inputs["context"], inputs["answer"])
+
+
+# context_recall (ragas/metrics/_context_recall.py): ContextRecallClassificationPrompt, one call over the
+# reference ("answer") and the joined contexts.
+@ragas_prompt("ContextRecallClassifications", "question", "context", "answer", name="context_recall")
+def _attribution(inputs: dict[str, Any], judge: ScriptedRagasLLM) -> str:
+    return judge.script.attribution_text(inputs["question"], inputs["context"], inputs["answer"])
+
+
+# context_entity_recall (ragas/metrics/_context_entities_recall.py): ExtractEntitiesPrompt for the reference,
+# then for the joined contexts.
+@ragas_prompt("EntitiesList", "text", name="entities")
+def _entities(inputs: dict[str, Any], judge: ScriptedRagasLLM) -> str:
+    return judge.script.entities_text(inputs["text"])
+
+
+# ---------------------------------------------------------------------------------------------------
+# The NV metrics (ragas/metrics/_nv_metrics.py) format plain-text templates (class attributes) and call
+# `agenerate_text` directly. Each template becomes a regular expression that reads its fields back.
+# ---------------------------------------------------------------------------------------------------
+
+
+def _template_fields(template: str) -> Callable[[str], dict[str, str] | None]:
+    parts = []
+    for literal, field_name, _, _ in string.Formatter().parse(template):
+        parts.append(re.escape(literal))
+        if field_name is not None:
+            parts.append(f"(?P<{field_name}>.*?)")
+    pattern = re.compile("".join(parts), re.DOTALL)
+
+    def fields(text: str) -> dict[str, str] | None:
+        match = pattern.fullmatch(text)
+        return None if match is None else match.groupdict()
+
+    return fields
+
+
+def _nv_inputs(metric: str, fields: dict[str, str]) -> tuple[str, ...]:
+    if metric == "nv_accuracy":
+        # The template's slots are named by position; the labels say which text fills which.
+        by_label = {
+            fields["answer0"]: fields["sentence_inference"],
+            fields["answer1"]: fields["sentence_true"],
+        }
+        return fields["query"], by_label["User Answer"], by_label["Reference Answer"]
+    if metric == "nv_context_relevance":
+        return fields["query"], fields["context"]
+    return fields["context"], fields["response"]
+
+
+def _register_nv(metric: str, judge_number: int, template: str) -> None:
+    fields = _template_fields(template)
+
+    def handler(text: str, judge: ScriptedRagasLLM) -> str:
+        found = fields(text)
+        assert found is not None
+        return judge.script.rating_text(metric, judge_number, _nv_inputs(metric, found))
+
+    ragas_text_prompt(f"{metric}_judge{judge_number}", lambda text: fields(text) is not None)(handler)
+
+
+for _metric, _cls, _templates in (
+    ("nv_accuracy", RagasAnswerAccuracy, ("template_accuracy1", "template_accuracy2")),
+    ("nv_context_relevance", RagasContextRelevance, ("template_relevance1", "template_relevance2")),
+    (
+        "nv_response_groundedness",
+        RagasResponseGroundedness,
+        ("template_groundedness1", "template_groundedness2"),
+    ),
+):
+    for _number, _attribute in enumerate(_templates, start=1):
+        _register_nv(_metric, _number, getattr(_cls, _attribute))
