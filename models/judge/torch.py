@@ -2,10 +2,11 @@
 
 Requests are rendered with the tokenizer's chat template, sorted longest first, cut into batches by a
 padded-token budget, left-padded and run; results come back in input order. `classify` answers from the
-next-token distribution of one forward pass; when the rows of a batch share a long prompt prefix (a prompt's
-instruction and few-shot examples), that prefix runs once and its KV cache serves every row. `generate`
-decodes greedily (or with seeded sampling), honours stop strings, and constrains output to a JSON schema with
-xgrammar, the grammar engine vLLM uses.
+next-token distribution of one forward pass. `generate` runs its own decode loop over a KV cache: greedy
+(or seeded sampling), stop strings, and output constrained to a JSON schema with xgrammar, the grammar
+engine vLLM uses; a row that finishes leaves the batch, so later steps compute only the rows still
+decoding. In both, when the rows of a batch share a long prompt prefix (a prompt's instruction and few-shot
+examples), that prefix runs once and its KV cache serves every row.
 
 torch, transformers and xgrammar are imported when a judge is built, not when this module is imported.
 """
@@ -60,9 +61,10 @@ class TorchJudgeConfig:
     """"auto" (bfloat16 on NPU and CUDA, float32 on the CPU), "float32", "bfloat16" or "float16"."""
     token_budget: int = 16384
     """Padded tokens per forward batch (rows x longest row). For `generate` a row counts its prompt plus
-    its `max_tokens`, which bounds the batch's KV cache. A `classify` batch that shares a prompt prefix
-    counts it once (prefix + rows x longest suffix), though its KV cache still holds rows x full length.
-    Lower it if a batch runs out of memory."""
+    its `max_tokens`, which bounds the batch's KV cache (a shared prompt prefix still counts per row: the
+    cache holds it per row once decoding starts). A `classify` batch that shares a prompt prefix counts it
+    once (prefix + rows x longest suffix), though its KV cache still holds rows x full length. Lower it if a
+    batch runs out of memory."""
     max_batch_size: int = 64
     """Most rows in one batch, whatever the budget."""
     max_model_len: int | None = None
@@ -71,9 +73,9 @@ class TorchJudgeConfig:
     trust_remote_code: bool = False
     """Allow a checkpoint's own Python code to run (transformers' `trust_remote_code`)."""
     min_shared_prefix: int = 32
-    """Fewest prompt tokens the rows of a `classify` batch must share for that prefix to run once, its KV
-    cache expanded to every row; 0 turns prefix sharing off. Below it the extra forward call costs more than
-    the rows save."""
+    """Fewest prompt tokens the rows of a `classify` or `generate` batch must share for that prefix to run
+    once, its KV cache expanded to every row; 0 turns prefix sharing off. Below it the extra forward call
+    costs more than the rows save."""
 
     def __post_init__(self) -> None:
         path = Path(self.model).expanduser()
@@ -124,11 +126,14 @@ class TorchJudge:
         model_id: the checkpoint's directory name plus a short content hash (see `paths.local_model_id`).
         device: where the model runs.
         max_model_len: the effective limit on prompt plus output tokens (None: unlimited).
-        forward_batches: how many model calls have run so far (one forward pass per `classify` batch, two
-            when its rows share a prompt prefix; one `model.generate` call per `generate` batch); for logs
-            and tests.
-        prefix_tokens_reused: how many prompt tokens `classify` did not recompute because a batch's rows
-            shared them (rows - 1 times the shared prefix, summed over batches).
+        forward_batches: how many model forward calls have run so far: per batch, one over the prompts (two
+            when its rows share a prompt prefix), then for `generate` one per decode step, that is per
+            token after the first of the batch's longest answer; for logs and tests.
+        decode_row_steps: rows computed by `generate`'s decode steps so far, summed over steps. A row leaves
+            the batch when it finishes, so each request adds its completion tokens less one (its first
+            token comes from the prompt pass), however long the other answers of its batch are.
+        prefix_tokens_reused: how many prompt tokens were not recomputed because a batch's rows shared them
+            (rows - 1 times the shared prefix, summed over batches).
 
     Raises:
         ConfigError: a setting is invalid for this model.
@@ -180,12 +185,6 @@ class TorchJudge:
             tok.pad_token = tok.convert_ids_to_tokens(self.eos_ids[0])
         tok.padding_side = "left"
         self.pad_id: int = int(tok.pad_token_id)
-        # Start from a clean generation config: a checkpoint's generation_config.json may carry sampling
-        # defaults (temperature, top_p, repetition_penalty) that transformers would silently merge into every
-        # call, and our GenerationParams must be the only source of decoding settings.
-        self.model.generation_config = transformers.GenerationConfig(
-            bos_token_id=tok.bos_token_id, eos_token_id=list(self.eos_ids), pad_token_id=self.pad_id
-        )
 
         limit = getattr(self.model.config, "max_position_embeddings", None)
         if config.max_model_len is not None and limit is not None and config.max_model_len > limit:
@@ -197,9 +196,11 @@ class TorchJudge:
         self.chat = ChatRenderer(tok)
         self.label_softmax = LabelSoftmax(self.device.type)
         self.forward_batches = 0
+        self.decode_row_steps = 0
         self.prefix_tokens_reused = 0
         self._keeps_last_logits = "logits_to_keep" in _forward_params(self.model)
-        self._cache_kwarg = self._prefix_cache_kwarg()
+        self._decode_cache_kwarg = _cache_param(self.model)
+        self._shares_prefix = self._can_share_prefix()
         self._label_cache: dict[tuple[str, str], tuple[int, ...]] = {}
         self._grammar_compiler: Any = None
 
@@ -223,27 +224,22 @@ class TorchJudge:
             )
         return tuple(ids)
 
-    def _prefix_cache_kwarg(self) -> str | None:
-        """The forward argument that takes a KV cache, or None where `classify` cannot share prefixes.
+    def _can_share_prefix(self) -> bool:
+        """Whether a batch's rows may run a shared prompt prefix once and expand its KV cache to every row.
 
         Sharing needs every layer's cache to be transformers' plain `DynamicLayer`: full attention whose
         `update` concatenates new keys onto the cached ones. Sliding-window, chunked and recurrent layers
         keep other state, for which the prefix's cache could not simply be expanded to the batch.
         """
-        params = _forward_params(self.model)
-        # transformers 5 renamed `past_key_values` to `cache`; older releases (>= 4.56) take the old name.
-        name = next((n for n in ("cache", "past_key_values") if n in params), None)
-        if name is None or "use_cache" not in params:
-            return None
+        if self._decode_cache_kwarg is None:
+            return False
         try:
-            from transformers.cache_utils import DynamicCache, DynamicLayer
+            from transformers.cache_utils import DynamicLayer
 
-            layers = DynamicCache(config=self.model.config).layers
+            layers = self._new_cache().layers
         except Exception:  # an older or unusual cache API: keep the plain path rather than guess
-            return None
-        if not layers or any(type(layer) is not DynamicLayer for layer in layers):
-            return None
-        return name
+            return False
+        return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
     def _encode_prompts(self, texts: Sequence[str]) -> list[list[int]]:
         enc = self.tokenizer(list(texts), add_special_tokens=self.chat.add_special_tokens)
@@ -275,6 +271,130 @@ class TorchJudge:
                 "max_model_len."
             )
         return None
+
+    def _min_shared_prefix(self) -> int:
+        """`min_shared_prefix`, or 0 (no sharing) where the model's cache cannot be shared."""
+        return self.config.min_shared_prefix if self._shares_prefix else 0
+
+    def _new_cache(self) -> Any:
+        """An empty KV cache of the kind the model would build itself (so generation matches its own)."""
+        from transformers.cache_utils import DynamicCache
+
+        return DynamicCache(config=self.model.config)
+
+    def _forward(
+        self, what: str, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any
+    ) -> torch.Tensor:
+        """One model call over `ids` `[B, T]`, appending to `cache` (None: keep no cache).
+
+        Returns:
+            `[B, V]` logits after each row's last column (left padding puts every row's last real token
+            there); only that column goes through the lm_head where the model allows it.
+        """
+        kwargs: dict[str, Any] = {"logits_to_keep": 1} if self._keeps_last_logits else {}
+        if cache is None:
+            kwargs["use_cache"] = False
+        else:
+            # Set wherever a cache is made: `generate` checks it first, `classify` shares only with it.
+            kwargs[self._decode_cache_kwarg] = cache  # type: ignore[index]
+            kwargs["use_cache"] = True
+        try:
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, **kwargs)
+        except Exception as e:
+            raise self._batch_error(what, ids, e) from e
+        self.forward_batches += 1
+        return out.logits[:, -1, :]
+
+    def _prefix_cuts(self, rows: list[list[int]]) -> list[int] | None:
+        """For `_prefill`: how many leading tokens of each row run once per distinct prefix, or None to
+        run whole prompts in one pass.
+
+        Rows are grouped by their first tokens as in `classify` (say the zh and the en prompt of one
+        family); a group shares its common prefix when that reaches `min_shared_prefix`, other rows cut
+        nothing. Two passes are taken only when they compute fewer padded tokens than one and hold the KV
+        cache no wider than one would (a short prefix before a long suffix of another row would widen it).
+        """
+        min_shared = self._min_shared_prefix()
+        if min_shared == 0 or len(rows) < 2:
+            return None
+        cuts = [0] * len(rows)
+        for group in _prefix_groups(range(len(rows)), rows, max(_PREFIX_GROUP_TOKENS, min_shared)):
+            members = [rows[j] for j in group]
+            common = min(_common_prefix_len(members[0], r) for r in members)
+            shared = _usable_prefix(common, min(len(r) for r in members), len(members), min_shared)
+            for j in group:
+                cuts[j] = shared
+        heads = {tuple(r[:c]) for r, c in zip(rows, cuts, strict=True) if c}
+        head_width = max(cuts)
+        tail_width = max(len(r) - c for r, c in zip(rows, cuts, strict=True))
+        width = max(len(r) for r in rows)
+        if not heads or head_width + tail_width > width:
+            return None
+        return cuts if len(heads) * head_width + len(rows) * tail_width < len(rows) * width else None
+
+    def _prefill(
+        self, rows: list[list[int]], cuts: list[int] | None, cache: Any, what: str
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Run the prompts, left-padded, into `cache`; with `cuts`, each distinct prefix `row[:cut]` first
+        runs once (one row per prefix), its KV cache is laid out per row, and a second pass runs the rest.
+
+        Args:
+            rows: each prompt's token ids.
+            cuts: per row, how many leading tokens belong to a prefix that rows share (0: none, the row runs
+                whole in the second pass), at most its length less one; then `cache` must be a cache of
+                plain `DynamicLayer`s, as `_can_share_prefix` checks. None runs whole prompts in one pass.
+            cache: an empty KV cache to fill, or None to keep none.
+            what: names the batch in error messages.
+
+        Returns:
+            logits `[B, V]` after each whole prompt; the attention mask `[B, T]` long over what `cache`
+            now holds (0 on padding); and each row's next position `[B]` long (its prompt length).
+        """
+        import torch
+
+        dev = self.device.torch_device
+        if cuts is None:
+            ids, mask, positions = self._left_pad(rows)
+            return self._forward(what, ids, mask, positions, cache), mask, positions[:, -1] + 1
+
+        index: dict[tuple[int, ...], int] = {}
+        for r, c in zip(rows, cuts, strict=True):
+            if c:
+                index.setdefault(tuple(r[:c]), len(index))
+        heads = list(index)
+        ids, head_mask, positions = self._left_pad(heads)
+        self._forward(
+            f"{what} (shared prefixes of up to {max(cuts)} tokens)", ids, head_mask, positions, cache
+        )
+        # A row without a prefix borrows the first one's keys, all masked out.
+        owner = torch.tensor(
+            [index.get(tuple(r[:c]), 0) for r, c in zip(rows, cuts, strict=True)], device=dev
+        )
+        for layer in cache.layers:
+            if len(heads) == 1:
+                # A view, not a copy: DynamicLayer.update concatenates the suffix's keys onto the cached ones
+                # with torch.cat, which reads a stride-0 batch dimension like any other, so the prefix is
+                # written out per row only inside the concatenation that happens anyway.
+                layer.keys = layer.keys.expand(len(rows), -1, -1, -1)
+                layer.values = layer.values.expand(len(rows), -1, -1, -1)
+            else:
+                layer.keys = layer.keys.index_select(0, owner)
+                layer.values = layer.values.index_select(0, owner)
+        cut = torch.tensor(cuts, device=dev).unsqueeze(1)
+        head_mask = head_mask.index_select(0, owner) * (cut > 0)
+        self.prefix_tokens_reused += sum(cuts) - sum(len(h) for h in heads)
+
+        # The suffixes are left-padded, so the padding sits between each row's prefix and its suffix, masked
+        # out, and every row's last real token is the batch's last column. Right padding would put it at a
+        # different column per row, and `logits_to_keep` keeps the same columns for every row: reading them
+        # would mean logits for rows x distinct suffix lengths x vocabulary, or calling the lm_head by hand
+        # past model-specific logit scaling. With full attention only (see `_can_share_prefix`), masked keys
+        # in the middle are as invisible as masked keys at the start.
+        ids, mask, positions = self._left_pad([r[c:] for r, c in zip(rows, cuts, strict=True)])
+        mask = torch.cat([head_mask, mask], dim=1)
+        positions = positions + cut  # each suffix continues right after its prefix
+        logits = self._forward(f"{what} (after shared prefixes)", ids, mask, positions, cache)
+        return logits, mask, positions[:, -1] + 1
 
     # ------------------------------------------------------------------ classify
 
@@ -329,7 +449,7 @@ class TorchJudge:
         """Cut the runnable requests into batches, each with the prefix length its rows share (0: none)."""
         lengths = [len(p) for p in prompts]
         budget, most = self.config.token_budget, self.config.max_batch_size
-        min_shared = self.config.min_shared_prefix if self._cache_kwarg is not None else 0
+        min_shared = self._min_shared_prefix()
         if min_shared == 0:
             order = [runnable[j] for j in longest_first([lengths[i] for i in runnable])]
             return [
@@ -350,7 +470,9 @@ class TorchJudge:
         import torch
 
         with self.device.inference_mode():
-            last = self._shared_last_logits(rows, shared) if shared else self._last_logits(rows)
+            # A cache only where a shared prefix must hand its keys to the suffix pass.
+            cache = self._new_cache() if shared else None
+            last, _, _ = self._prefill(rows, [shared] * len(rows) if shared else None, cache, "classify")
             probs: list[list[float]] = [[] for _ in rows]
             # Rows of one batch may ask about different label sets; run the op once per distinct set.
             groups: dict[tuple[tuple[int, ...], ...], list[int]] = {}
@@ -364,71 +486,6 @@ class TorchJudge:
                 for j, row in zip(members, p.tolist(), strict=True):
                     probs[j] = row
         return probs
-
-    def _last_logits(self, rows: list[list[int]]) -> torch.Tensor:
-        """`[B, V]` next-token logits after each whole prompt, from one left-padded forward pass."""
-        ids, mask, positions = self._left_pad(rows)
-        extra = {"logits_to_keep": 1} if self._keeps_last_logits else {}
-        try:
-            out = self.model(
-                input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False, **extra
-            )
-        except Exception as e:
-            raise self._batch_error("classify", ids, e) from e
-        self.forward_batches += 1
-        return out.logits[:, -1, :]  # left padding puts every row's last real token at -1
-
-    def _shared_last_logits(self, rows: list[list[int]], shared: int) -> torch.Tensor:
-        """`[B, V]` next-token logits after each prompt, whose first `shared` tokens are the same in every
-        row: that prefix runs once (batch 1) into a KV cache, which is expanded to the batch for a second
-        pass over the suffixes."""
-        import torch
-        from transformers.cache_utils import DynamicCache
-
-        dev = self.device.torch_device
-        cache = DynamicCache(config=self.model.config)
-        # Set: `_classify_batches` shares a prefix only where the model takes a cache.
-        with_cache: dict[str, Any] = {self._cache_kwarg: cache, "use_cache": True}  # type: ignore[dict-item]
-        if self._keeps_last_logits:
-            with_cache["logits_to_keep"] = 1  # only the suffixes' last column is read, never the prefix's
-        prefix = torch.tensor([rows[0][:shared]], dtype=torch.long, device=dev)
-        try:
-            self.model(
-                input_ids=prefix,
-                attention_mask=torch.ones_like(prefix),
-                position_ids=torch.arange(shared, device=dev).unsqueeze(0),
-                **with_cache,
-            )
-        except Exception as e:
-            raise self._batch_error(f"classify (shared prefix of {shared} tokens)", prefix, e) from e
-        self.forward_batches += 1
-        # A view, not a copy: DynamicLayer.update concatenates the suffix's keys onto the cached ones with
-        # torch.cat, which reads a stride-0 batch dimension like any other, so the prefix is written out per
-        # row only inside the concatenation that happens anyway (`_prefix_cache_kwarg` checked the layers).
-        for layer in cache.layers:
-            layer.keys = layer.keys.expand(len(rows), -1, -1, -1)
-            layer.values = layer.values.expand(len(rows), -1, -1, -1)
-
-        # The suffixes are left-padded, so the padding sits between the shared prefix and each row's suffix,
-        # masked out, and every row's last real token is the batch's last column. Right padding would put it
-        # at a different column per row, and `logits_to_keep` keeps the same columns for every row: reading
-        # them would mean logits for rows x distinct suffix lengths x vocabulary, or calling the lm_head by
-        # hand past model-specific logit scaling. With full attention only (see `_prefix_cache_kwarg`),
-        # masked keys in the middle are as invisible as masked keys at the start.
-        ids, suffix_mask, positions = self._left_pad([r[shared:] for r in rows])
-        mask = torch.cat([torch.ones((len(rows), shared), dtype=torch.long, device=dev), suffix_mask], dim=1)
-        try:
-            out = self.model(
-                input_ids=ids,
-                attention_mask=mask,
-                position_ids=positions + shared,  # each suffix continues right after the prefix
-                **with_cache,
-            )
-        except Exception as e:
-            raise self._batch_error(f"classify (after a shared prefix of {shared} tokens)", ids, e) from e
-        self.forward_batches += 1
-        self.prefix_tokens_reused += (len(rows) - 1) * shared
-        return out.logits[:, -1, :]
 
     def _label_matrix(self, prompt_text: str, labels: Sequence[str]) -> tuple[tuple[int, ...], ...]:
         tail = prompt_text[-_LABEL_CONTEXT_CHARS:]
@@ -484,17 +541,27 @@ class TorchJudge:
         (up to floating-point differences between batch shapes). Stop strings end the text and are cut
         from it; with `json_schema` the output is constrained by xgrammar to match the schema.
 
+        Each batch runs its prompts once into a KV cache (a prefix its rows share, once), then decodes a
+        token per live row per step; a row that ends leaves the batch, so a batch costs what its answers
+        are long, not its rows times its longest answer.
+
         Returns:
             One `GenerateResult` per request, in input order. finish_reason is "length" when max_tokens (or
             max_model_len) was reached without EOS or a stop string, else "stop"; a prompt over
             `max_model_len` gets an error result of its own.
 
         Raises:
-            ConfigError: a `json_schema` cannot be compiled.
+            ConfigError: a `json_schema` cannot be compiled, or the model takes no KV cache.
             BackendError: a batch failed in the model (e.g. out of memory: lower token_budget).
         """
         if not requests:
             return []
+        if self._decode_cache_kwarg is None:
+            raise ConfigError(
+                f"Judge {self.model_id}: its forward() takes no KV cache (neither `cache` nor "
+                "`past_key_values` with `use_cache`), which TorchJudge.generate decodes with. Use a "
+                "transformers causal LM that does (transformers >= 4.56), or the vllm backend."
+            )
         prompts = self._encode_prompts([self.chat.render(r.messages) for r in requests])
         groups: dict[GenerationParams, list[int]] = {}
         for i, r in enumerate(requests):
@@ -510,16 +577,10 @@ class TorchJudge:
                     pieces.append(([i], [GenerateResult.failed(error)]))
                 else:
                     runnable.append(i)
-            new_tokens = {i: self._new_token_cap(len(prompts[i]), params.max_tokens) for i in runnable}
-            lengths = {i: len(prompts[i]) + new_tokens[i] for i in runnable}
-            order = [runnable[j] for j in longest_first([lengths[i] for i in runnable])]
-            # batches_by_budget indexes `lengths` by request position, so give it a dense list.
-            dense = [lengths.get(i, 0) for i in range(len(requests))]
-            for batch in batches_by_budget(
-                order, dense, token_budget=self.config.token_budget, max_batch_size=self.config.max_batch_size
-            ):
+            caps = {i: self._new_token_cap(len(prompts[i]), params.max_tokens) for i in runnable}
+            for batch in self._generate_batches(runnable, prompts, caps):
                 results = self._generate_batch(
-                    [prompts[i] for i in batch], [new_tokens[i] for i in batch], params, grammar
+                    [prompts[i] for i in batch], [caps[i] for i in batch], params, grammar
                 )
                 pieces.append((batch, results))
         return scatter(len(requests), pieces)
@@ -550,64 +611,120 @@ class TorchJudge:
         except Exception as e:
             raise ConfigError(f"xgrammar cannot compile the json_schema {schema_text[:200]!r}: {e}") from e
 
+    def _generate_batches(
+        self, runnable: list[int], prompts: list[list[int]], caps: dict[int, int]
+    ) -> list[list[int]]:
+        """Cut the runnable requests longest first into batches by `token_budget`, each row counting its
+        prompt plus its new-token cap (a shared prefix too: once decoding starts the cache holds it per row).
+
+        Not grouped by prompt prefix as `classify` is: a batch decodes until its longest answer ends, so
+        two batches cost two such tails, which on a CPU outweighs the prompt tokens that grouping saves.
+        `_prefix_cuts` finds the prefixes a batch's rows share instead, several if need be.
+        """
+        # batches_by_budget indexes `lengths` by request position, so give it a dense list.
+        lengths = [len(p) + caps.get(i, 0) for i, p in enumerate(prompts)]
+        order = [runnable[j] for j in longest_first([lengths[i] for i in runnable])]
+        return batches_by_budget(
+            order, lengths, token_budget=self.config.token_budget, max_batch_size=self.config.max_batch_size
+        )
+
     def _generate_batch(
         self, rows: list[list[int]], caps: list[int], params: GenerationParams, grammar: Any
     ) -> list[GenerateResult]:
-        import transformers
-
-        ids, mask, _ = self._left_pad(rows)
-        width = ids.shape[1]
-        max_new = max(caps)
-        processors: list[Any] = []
-        if grammar is not None:
-            processors.append(_GrammarMask(grammar, len(rows)))
-        if not params.greedy:
-            processors.append(_SeededSampler(len(rows), params.seed, params.temperature, params.top_p))
-        limits = None
-        if params.stop or min(caps) < max_new:
-            limits = _RowLimits(width, caps, params.stop, self.tokenizer)
-        gen_config = transformers.GenerationConfig(
-            max_new_tokens=max_new,
-            # Sampling, when asked for, happens in _SeededSampler; argmax then picks the sampled token.
-            do_sample=False,
-            num_beams=1,
-            bos_token_id=self.tokenizer.bos_token_id,
-            eos_token_id=list(self.eos_ids),
-            pad_token_id=self.pad_id,
-        )
         with self.device.inference_mode():
-            try:
-                out = self.model.generate(
-                    input_ids=ids,
-                    attention_mask=mask,
-                    generation_config=gen_config,
-                    logits_processor=transformers.LogitsProcessorList(processors),
-                    stopping_criteria=transformers.StoppingCriteriaList([limits] if limits else []),
-                )
-            except Exception as e:
-                raise self._batch_error("generate", ids, e) from e
-        self.forward_batches += 1
-        generated = out[:, width:].cpu().tolist()
-
+            decoded = self._decode(rows, caps, params, grammar)
         results = []
-        eos = set(self.eos_ids)
-        for i, (row, cap) in enumerate(zip(generated, caps, strict=True)):
-            end, reason = min(len(row), cap), "length"
-            first_eos = next((k for k, t in enumerate(row) if t in eos), None)
-            if first_eos is not None and first_eos + 1 <= end:
-                end, reason = first_eos + 1, "stop"
-            if limits is not None and limits.stop_at[i] is not None and limits.stop_at[i] < end:
-                end, reason = limits.stop_at[i], "stop"
-            text = self.tokenizer.decode(row[:end], skip_special_tokens=True)
+        for prompt, (tokens, reason) in zip(rows, decoded, strict=True):
+            text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+            # Also where the cap came first: a stop string in the text still ends it.
             cut = _first_stop(text, params.stop)
             if cut is not None:
                 text, reason = text[:cut], "stop"
             results.append(
                 GenerateResult(
-                    text=text, finish_reason=reason, prompt_tokens=len(rows[i]), completion_tokens=end
+                    text=text, finish_reason=reason, prompt_tokens=len(prompt), completion_tokens=len(tokens)
                 )
             )
         return results
+
+    def _decode(
+        self, rows: list[list[int]], caps: list[int], params: GenerationParams, grammar: Any
+    ) -> list[tuple[list[int], str]]:
+        """Prefill the batch, then add a token per live row per step until every row has ended.
+
+        A row ends at an EOS token (which it keeps, as transformers' `generate` does), when its grammar
+        terminates, when its decoded text first shows a stop string, or at its cap ("length"). Its KV cache,
+        mask, position and per-row state are then dropped from the batch, so later steps compute only the
+        rows still going. Decoding reads nothing from the checkpoint's generation_config (which may carry
+        sampling defaults): `params` are the only settings.
+
+        Returns:
+            Per row, its generated token ids and "stop" or "length".
+        """
+        import torch
+
+        stops = [s for s in params.stop if s]
+        eos = set(self.eos_ids)
+        constraint = _GrammarMask(grammar, len(rows)) if grammar is not None else None
+        sampler = (
+            None
+            if params.greedy
+            else _SeededSampler(len(rows), params.seed, params.temperature, params.top_p)
+        )
+        tokens: list[list[int]] = [[] for _ in rows]
+        reasons = [""] * len(rows)  # "" while the row is still decoding
+        live = list(range(len(rows)))  # the row of `rows` behind each row of the running batch
+        cache = self._new_cache()
+        logits, mask, positions = self._prefill(rows, self._prefix_cuts(rows), cache, "generate")
+        step = 0
+        while True:
+            # float32 as transformers' generate does before its processors: the sampler's softmax and
+            # cumulative sums need it, and a bfloat16 argmax picks the same token.
+            scores = logits.float()
+            if constraint is not None:
+                scores = constraint.mask(scores)
+            chosen = sampler(scores) if sampler is not None else scores.argmax(dim=-1)
+            picked = chosen.tolist()
+            ended = constraint.accept(picked) if constraint is not None else [False] * len(live)
+            for r, token, grammar_end in zip(live, picked, ended, strict=True):
+                tokens[r].append(token)
+                if token in eos or grammar_end:
+                    reasons[r] = "stop"
+                elif len(tokens[r]) >= caps[r]:
+                    reasons[r] = "length"
+            if stops:
+                going = [r for r in live if not reasons[r]]
+                # The whole text each time: a stop string may span tokens, and a token may end inside a
+                # character that only the next one completes.
+                texts = self.tokenizer.batch_decode([tokens[r] for r in going], skip_special_tokens=True)
+                for r, text in zip(going, texts, strict=True):
+                    if _first_stop(text, stops) is not None:
+                        reasons[r] = "stop"
+            keep = [j for j, r in enumerate(live) if not reasons[r]]
+            if not keep:
+                break
+            if len(keep) < len(live):
+                index = torch.tensor(keep, device=mask.device)
+                cache.batch_select_indices(index)
+                mask, positions = mask.index_select(0, index), positions.index_select(0, index)
+                chosen = chosen.index_select(0, index)
+                live = [live[j] for j in keep]
+                if constraint is not None:
+                    constraint.keep(keep)
+                if sampler is not None:
+                    sampler.keep(keep)
+            step += 1
+            mask = torch.cat([mask, mask.new_ones((len(live), 1))], dim=1)
+            logits = self._forward(
+                f"generate (decode step {step})",
+                chosen.unsqueeze(1),
+                mask,
+                positions.unsqueeze(1),
+                cache,
+            )
+            positions = positions + 1
+            self.decode_row_steps += len(live)
+        return list(zip(tokens, reasons, strict=True))
 
     def _batch_error(self, what: str, ids: torch.Tensor, e: Exception) -> BackendError:
         rows, width = ids.shape
@@ -622,6 +739,15 @@ def _forward_params(model: Any) -> set[str]:
     import inspect
 
     return set(inspect.signature(model.forward).parameters)
+
+
+def _cache_param(model: Any) -> str | None:
+    """The forward argument that takes a KV cache, or None where the model takes none."""
+    params = _forward_params(model)
+    if "use_cache" not in params:
+        return None
+    # transformers 5 renamed `past_key_values` to `cache`; older releases (>= 4.56) take the old name.
+    return next((n for n in ("cache", "past_key_values") if n in params), None)
 
 
 def _common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
@@ -722,99 +848,76 @@ def _first_stop(text: str, stops: Sequence[str]) -> int | None:
     return min(hits) if hits else None
 
 
-class _RowLimits:
-    """Stopping criterion for what transformers' own criteria do not cover: stop strings, and a per-row
-    token cap (rows of one batch may have different room left under max_model_len).
-
-    Records, per row, how many generated tokens it had when a stop string first appeared.
-    """
-
-    def __init__(self, prompt_width: int, caps: list[int], stops: Sequence[str], tokenizer: Any) -> None:
-        self.prompt_width = prompt_width
-        self.caps = caps
-        self.stops = [s for s in stops if s]
-        self.tokenizer = tokenizer
-        self.stop_at: list[int | None] = [None] * len(caps)
-
-    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
-        import torch
-
-        n = input_ids.shape[1] - self.prompt_width
-        done = [self.stop_at[i] is not None or n >= cap for i, cap in enumerate(self.caps)]
-        live = [i for i, d in enumerate(done) if not d]
-        if self.stops and live:
-            generated = input_ids[live, self.prompt_width :].cpu().tolist()
-            texts = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
-            for i, text in zip(live, texts, strict=True):
-                if _first_stop(text, self.stops) is not None:
-                    self.stop_at[i] = n
-                    done[i] = True
-        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
-
-
 class _GrammarMask:
-    """Logits processor that keeps each row inside its JSON-schema grammar, with one xgrammar matcher per row.
+    """Keeps each row of a decode batch inside its JSON-schema grammar, with one xgrammar matcher per row.
 
-    Written here rather than using `xgrammar.contrib.hf.LogitsProcessor`, which asserts that every row
-    accepts its token: a row that transformers already finished (by a stop string) is fed padding, which the
-    grammar rejects. Such a row is simply left unmasked. The mask is unpacked with plain torch ops so it
-    runs on any device.
+    Written here rather than using `xgrammar.contrib.hf.LogitsProcessor`, which is bound to a fixed batch:
+    here rows leave the batch as they finish, and `keep` drops their matchers with them. The mask is
+    unpacked with plain torch ops so it runs on any device.
     """
 
-    def __init__(self, grammar: Any, batch_size: int) -> None:
+    def __init__(self, grammar: Any, rows: int) -> None:
         import xgrammar
 
-        self.xgr = xgrammar
-        self.matchers = [xgrammar.GrammarMatcher(grammar) for _ in range(batch_size)]
-        self.active = [True] * batch_size
-        self.bitmask = xgrammar.allocate_token_bitmask(batch_size, grammar.tokenizer_info.vocab_size)
-        self.vocab_size = grammar.tokenizer_info.vocab_size
-        self.started = False
+        self.matchers = [xgrammar.GrammarMatcher(grammar) for _ in range(rows)]
+        self.active = [True] * rows
+        self.bitmask = xgrammar.allocate_token_bitmask(rows, grammar.tokenizer_info.vocab_size)
 
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    def mask(self, scores: torch.Tensor) -> torch.Tensor:
+        """`scores` `[L, V]` (row j: the batch's j-th live row), -inf wherever the grammar forbids."""
         import torch
 
-        if self.started:
-            last = input_ids[:, -1].cpu().tolist()
-            for i, m in enumerate(self.matchers):
-                if self.active[i] and not m.is_terminated() and not m.accept_token(last[i]):
-                    self.active[i] = False
-        self.started = True
-        masked = [self.active[i] and not m.is_terminated() for i, m in enumerate(self.matchers)]
-        if not any(masked):
+        if not any(self.active):
             return scores
+        rows = len(self.matchers)
         for i, m in enumerate(self.matchers):
-            if masked[i]:
+            if self.active[i]:
                 m.fill_next_token_bitmask(self.bitmask, i)
-        bits = self.bitmask.to(scores.device)
+        bits = self.bitmask[:rows].to(scores.device)
         shifts = torch.arange(32, dtype=bits.dtype, device=bits.device)
         allowed = ((bits.unsqueeze(-1) >> shifts) & 1).bool().flatten(1)
         allowed = allowed[:, : scores.shape[1]]
         if allowed.shape[1] < scores.shape[1]:
             # Logits wider than the grammar's vocabulary (padded lm_head): never allow the extra ids.
-            pad = torch.zeros(allowed.shape[0], scores.shape[1] - allowed.shape[1], dtype=torch.bool)
+            pad = torch.zeros(rows, scores.shape[1] - allowed.shape[1], dtype=torch.bool)
             allowed = torch.cat([allowed, pad.to(allowed.device)], dim=1)
-        allowed[~torch.tensor(masked, device=allowed.device)] = True
+        allowed[~torch.tensor(self.active, device=allowed.device)] = True
         return scores.masked_fill(~allowed, float("-inf"))
+
+    def accept(self, tokens: list[int]) -> list[bool]:
+        """Advance each row's matcher by its new token; True where the grammar has ended (it accepted a stop
+        token)."""
+        for i, (m, token) in enumerate(zip(self.matchers, tokens, strict=True)):
+            # Only a token the mask forbade is refused (a sampler's rounding at the very end of the CDF);
+            # the matcher cannot follow the text past it, so that row decodes on unconstrained.
+            if self.active[i] and not m.accept_token(token):
+                self.active[i] = False
+        return [a and m.is_terminated() for a, m in zip(self.active, self.matchers, strict=True)]
+
+    def keep(self, rows: list[int]) -> None:
+        """Keep only these rows, in this order (the rows still decoding)."""
+        self.matchers = [self.matchers[j] for j in rows]
+        self.active = [self.active[j] for j in rows]
 
 
 class _SeededSampler:
-    """Logits processor that samples each row from its own seeded generator and leaves only that token.
+    """Samples each row from its own seeded generator.
 
     transformers' sampling draws from the global RNG, so a row's sample would depend on the other rows of
     its batch. Here each row owns a CPU generator seeded with `params.seed` that yields one uniform number
     per step; the token is found by inverse CDF over the (temperature-scaled, top-p-truncated) distribution
-    on the device. The processor returns -inf everywhere but the chosen token, and greedy selection picks it.
+    on the device. A row's k-th token always uses its k-th number, whichever rows remain beside it.
     """
 
-    def __init__(self, batch_size: int, seed: int, temperature: float, top_p: float) -> None:
+    def __init__(self, rows: int, seed: int, temperature: float, top_p: float) -> None:
         import torch
 
-        self.generators = [torch.Generator().manual_seed(seed) for _ in range(batch_size)]
+        self.generators = [torch.Generator().manual_seed(seed) for _ in range(rows)]
         self.temperature = temperature
         self.top_p = top_p
 
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    def __call__(self, scores: torch.Tensor) -> torch.Tensor:
+        """The sampled token of each row `[L]` long, from `scores` `[L, V]` (-inf: never)."""
         import torch
 
         u = torch.cat([torch.rand(1, generator=g) for g in self.generators]).to(scores.device)
@@ -827,6 +930,8 @@ class _SeededSampler:
             cdf = sorted_p.cumsum(dim=-1)
         target = (u * cdf[:, -1]).unsqueeze(1)
         pos = torch.searchsorted(cdf, target, right=True).clamp_(max=scores.shape[1] - 1)
-        chosen = order.gather(1, pos)
-        out = torch.full_like(scores, float("-inf"))
-        return out.scatter_(1, chosen, 0.0)
+        return order.gather(1, pos).squeeze(1)
+
+    def keep(self, rows: list[int]) -> None:
+        """Keep only these rows' generators, in this order (the rows still decoding)."""
+        self.generators = [self.generators[j] for j in rows]

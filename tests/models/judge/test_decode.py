@@ -1,0 +1,210 @@
+"""TorchJudge's own decode loop against transformers' `generate`, and what a finished row costs.
+
+The loop prefills a batch once, then decodes one token per live row per step and drops a row from the KV
+cache as soon as it ends. The reference is `model.generate` on one unpadded prompt at a time (with
+xgrammar's own Hugging Face logits processor for a schema), with `GenerateResult`'s rules applied by hand:
+so a batch must give every request the text, finish reason and token counts it would get alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from ascend_eval.models.base import (  # noqa: E402
+    GenerateRequest,
+    GenerateResult,
+    GenerationParams,
+    Message,
+)
+from ascend_eval.models.judge.torch import TorchJudge, TorchJudgeConfig  # noqa: E402
+
+RIVER = "The river floods every spring and the town "
+LONG = "Summarise the following context in one sentence. " + RIVER * 40
+# Prompt lengths from ~25 to ~450 tokens, and a near-duplicate of the longest one.
+PROMPTS = ["x", LONG, "Is the sky blue?", "Summarise: " + RIVER * 12, "Hi", LONG + " Be brief."]
+LIST_SCHEMA = GenerationParams.schema_text(
+    {
+        "type": "object",
+        "properties": {
+            "statements": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3}
+        },
+        "required": ["statements"],
+        "additionalProperties": False,
+    }
+)
+# Two prompt families of ~200 tokens each (an instruction and a context), then a statement: the shape of
+# our prompts, in zh and en.
+FAMILIES = [
+    "Decide whether the statement follows from the context. Answer Yes or No.\n\n"
+    + "Context: the river floods every spring, so the town builds its houses on stilts. " * 8,
+    "List the claims of the statement that the context does not support.\n\n"
+    + "Context: in spring the river rises, and the town's houses stand on tall stilts. " * 8,
+]
+STATEMENTS = [
+    "x",
+    "The river floods.",
+    "Houses stand on stilts because the river floods, the town says.",
+    "?",
+]
+
+
+def chat(text: str) -> tuple[Message, ...]:
+    return (Message("user", text),)
+
+
+@pytest.fixture(scope="module")
+def judge(tiny_llama_dir: Path) -> TorchJudge:
+    return TorchJudge(TorchJudgeConfig(model=tiny_llama_dir, device="cpu"))
+
+
+def prompt_ids(judge: TorchJudge, request: GenerateRequest) -> list[int]:
+    return judge._encode_prompts([judge.chat.render(request.messages)])[0]
+
+
+def reference(judge: TorchJudge, request: GenerateRequest) -> GenerateResult:
+    """`model.generate` (greedy, batch of one, no padding), then the documented result rules by hand."""
+    import xgrammar.contrib.hf
+
+    params, prompt = request.params, prompt_ids(judge, request)
+    processors = []
+    if params.json_schema is not None:
+        processors.append(xgrammar.contrib.hf.LogitsProcessor(judge._compile_schema(params.json_schema)))
+    config = transformers.GenerationConfig(
+        max_new_tokens=judge._new_token_cap(len(prompt), params.max_tokens),
+        do_sample=False,
+        num_beams=1,
+        eos_token_id=list(judge.eos_ids),
+        pad_token_id=judge.pad_id,
+    )
+    ids = torch.tensor([prompt])
+    with torch.no_grad():
+        out = judge.model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            generation_config=config,
+            logits_processor=transformers.LogitsProcessorList(processors),
+        )
+    tokens = out[0, len(prompt) :].tolist()  # a lone row stops at its first EOS, which it keeps
+    reason = "stop" if tokens[-1] in judge.eos_ids else "length"
+
+    def decode(n: int) -> str:
+        return judge.tokenizer.decode(tokens[:n], skip_special_tokens=True)
+
+    stops = [s for s in params.stop if s]
+    # Decoding stops at the first token after which the text shows a stop string.
+    end = next((n for n in range(1, len(tokens) + 1) if any(s in decode(n) for s in stops)), len(tokens))
+    text = decode(end)
+    hits = [text.index(s) for s in stops if s in text]
+    if hits:
+        text, reason = text[: min(hits)], "stop"
+    return GenerateResult(text=text, finish_reason=reason, prompt_tokens=len(prompt), completion_tokens=end)
+
+
+def free_texts(judge: TorchJudge, prompts: list[str]) -> list[str]:
+    return [
+        r.text
+        for r in judge.generate([GenerateRequest(chat(p), GenerationParams(max_tokens=24)) for p in prompts])
+    ]
+
+
+@pytest.mark.parametrize("schema", [None, LIST_SCHEMA], ids=["free", "schema"])
+@pytest.mark.parametrize("with_stop", [False, True], ids=["", "stop"])
+def test_greedy_equals_generate_and_one_at_a_time(
+    judge: TorchJudge, schema: str | None, with_stop: bool
+) -> None:
+    stop: tuple[str, ...] = ()
+    if with_stop:
+        # Pieces of two rows' own free answers (strings the model is known to write), so those rows stop
+        # early while the others run on.
+        free = free_texts(judge, PROMPTS)
+        stop = (free[0][4:7], free[3][8:11], "\x00never")
+        assert all(s.strip() for s in stop[:2]), free
+    requests = [
+        GenerateRequest(chat(p), GenerationParams(max_tokens=n, stop=stop, json_schema=schema))
+        for p in PROMPTS
+        for n in (5, 40)  # two batches: rows of one batch share their params
+    ]
+    batched = judge.generate(requests)
+    expected = [reference(judge, r) for r in requests]
+    for got, want, r in zip(batched, expected, requests, strict=True):
+        assert got == want, (r.params.max_tokens, r.messages[0].content[:30])
+    assert batched == [judge.generate([r])[0] for r in requests]
+    if with_stop:
+        assert sum(r.finish_reason == "stop" for r in batched) >= 2
+    lengths = [r.prompt_tokens for r in batched]
+    assert max(lengths) > 10 * min(lengths)  # the short rows are heavily left-padded
+
+
+def test_sampled_schema_output_is_independent_of_its_batch(judge: TorchJudge) -> None:
+    params = GenerationParams(max_tokens=80, temperature=1.0, top_p=0.95, seed=3, json_schema=LIST_SCHEMA)
+    requests = [GenerateRequest(chat(p), params) for p in PROMPTS]
+    batched = judge.generate(requests)
+    assert batched == [judge.generate([r])[0] for r in requests]
+    assert len({r.completion_tokens for r in batched}) > 1  # rows left the batch at different steps
+
+
+def test_a_finished_row_stops_costing(tiny_llama_dir: Path, judge: TorchJudge) -> None:
+    """One long answer and several short ones in one batch: the steps computed follow the real lengths."""
+    # max_model_len leaves the long prompts (each ~9 tokens longer than the next) little room and "x" all
+    # of max_tokens, so one batch holds answers of very different lengths whatever the random model writes.
+    prompts = [RIVER * 40, RIVER * 39, RIVER * 38, "x"]
+    longest = len(prompt_ids(judge, GenerateRequest(chat(prompts[0]), GenerationParams(max_tokens=1))))
+    # No prefix sharing, so the prompts take exactly one pass.
+    config = TorchJudgeConfig(
+        model=tiny_llama_dir, device="cpu", max_model_len=longest + 3, min_shared_prefix=0
+    )
+    limited = TorchJudge(config)
+    requests = [GenerateRequest(chat(p), GenerationParams(max_tokens=60)) for p in prompts]
+    results = limited.generate(requests)
+    lengths = [r.completion_tokens for r in results]
+    assert lengths[0] == 3 and lengths[-1] == 60 and all(r.finish_reason == "length" for r in results), (
+        results
+    )
+    assert lengths[1] < lengths[2] < 60
+    # A row's first token comes from the prompt pass; each later one costs one row-step, and a finished row
+    # none: the sum of the real lengths, not rows x longest (4 x 59 = 236).
+    assert limited.decode_row_steps == sum(lengths) - len(lengths)
+    assert limited.forward_batches == 1 + 59  # one batch: the prompt pass, then the longest answer's steps
+    assert results == [limited.generate([r])[0] for r in requests]
+
+
+@pytest.mark.parametrize("families", [1, 2])
+@pytest.mark.parametrize("schema", [None, LIST_SCHEMA], ids=["free", "schema"])
+def test_shared_prompt_prefixes_run_once(
+    tiny_llama_dir: Path, judge: TorchJudge, schema: str | None, families: int
+) -> None:
+    unshared = TorchJudge(TorchJudgeConfig(model=tiny_llama_dir, device="cpu", min_shared_prefix=0))
+    params = GenerationParams(max_tokens=30, json_schema=schema)
+    requests = [
+        GenerateRequest(chat(f"{family}\n\nStatement: {s}"), params)
+        for family in FAMILIES[:families]
+        for s in STATEMENTS
+    ]
+    before, reused = judge.forward_batches, judge.prefix_tokens_reused
+    got = judge.generate(requests)
+    # One batch: a pass over the distinct prefixes, one over the rest of every prompt, then a decode step
+    # per token of the longest answer after its first.
+    assert judge.forward_batches - before == 2 + max(r.completion_tokens for r in got) - 1
+    # Each family runs its instruction and context once instead of once per statement.
+    assert judge.prefix_tokens_reused - reused > families * (len(STATEMENTS) - 1) * 150
+    assert got == unshared.generate(requests) == [unshared.generate([r])[0] for r in requests]
+    assert unshared.prefix_tokens_reused == 0
+
+
+def test_prefix_cuts_only_where_two_passes_pay(judge: TorchJudge) -> None:
+    a, b = [1] * 70, [5] * 70
+    two_families = [[*a, 2, 3], [*a, 4], [*b, 6, 7], [*b, 8]]
+    # Each family shares its 70 tokens (the shortest row keeps a token to read the next-token logits at).
+    assert judge._prefix_cuts(two_families) == [70, 70, 70, 70]
+    # A third family of one row cuts nothing and runs whole in the second pass, which stays narrower than
+    # the longest prompt.
+    assert judge._prefix_cuts([*two_families, [9] * 2]) == [70, 70, 70, 70, 0]
+    # ... unless its whole prompt after a long prefix would make the KV cache wider than one pass.
+    assert judge._prefix_cuts([*two_families, [9] * 3]) is None
+    assert judge._prefix_cuts([[*a, 2], [7, *a]]) is None  # nothing shared
+    assert judge._prefix_cuts([[*a, 2]]) is None  # one row
