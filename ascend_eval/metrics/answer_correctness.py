@@ -43,7 +43,7 @@ from ascend_eval.models.errors import ConfigError
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.correctness import CORRECTNESS, CorrectnessInput
 from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
-from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, usable_statements
+from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, read_statements
 
 THRESHOLD = 0.5
 """A statement counts as supported when p(supported) is above this (as in faithfulness)."""
@@ -88,13 +88,6 @@ def weighted_score(factuality: float, similarity: float, weights: Sequence[float
 
 def _p_supported(result: ClassifyResult) -> float:
     return result.probs[result.labels.index(SUPPORTED)]
-
-
-def _statements(raw: Any, ragas_compat: bool) -> list[str] | ParseFailure:
-    parsed = STATEMENTS.parse(raw)
-    if isinstance(parsed, ParseFailure):
-        return parsed
-    return usable_statements(parsed.statements, ragas_compat=ragas_compat)
 
 
 class AnswerCorrectness(Metric):
@@ -166,7 +159,7 @@ class AnswerCorrectness(Metric):
 
         found: dict[str, list[str]] = {"response": [], "reference": []}
         for key, raw in zip(asked, results, strict=False):
-            parsed = _statements(raw, ctx.ragas_compat)
+            parsed = read_statements(raw, ragas_compat=ctx.ragas_compat)
             if isinstance(parsed, ParseFailure):
                 return MetricResult.nan(parsed.reason, raw=parsed.raw, step=f"{key} statements")
             found[key] = parsed

@@ -19,12 +19,10 @@ from collections.abc import Sequence
 
 from ascend_eval.data import Column, Sample
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
-from ascend_eval.metrics.faithfulness import supported_ratio
-from ascend_eval.models.base import ClassifyResult
+from ascend_eval.metrics.faithfulness import supported_share
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.context_recall import CONTEXT_ATTRIBUTION, AttributionInput
-from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
-from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, usable_statements
+from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, read_statements
 
 
 def attributed_ratio(attributed: Sequence[int]) -> float:
@@ -73,16 +71,9 @@ class ContextRecall(Metric):
             return MetricResult(attributed_ratio(flags), details=details)
 
         [raw] = yield [STATEMENTS.request(StatementsInput(question=question, answer=reference), ctx.language)]
-        statements = STATEMENTS.parse(raw)
+        statements = read_statements(raw, ragas_compat=ctx.ragas_compat)
         if isinstance(statements, ParseFailure):
             return MetricResult.nan(statements.reason, raw=statements.raw)
-        kept = usable_statements(statements.statements, ragas_compat=ctx.ragas_compat)
-        if not kept:
+        if not statements:
             return MetricResult.nan("no_statements")
-        verdicts: list[ClassifyResult] = yield [
-            STATEMENT_SUPPORT.request(SupportInput(context=context, statement=s), ctx.language) for s in kept
-        ]
-        probs = [v.probs[v.labels.index(SUPPORTED)] for v in verdicts]
-        return MetricResult(
-            supported_ratio(probs), details={"statements": kept, "p_supported": [round(p, 6) for p in probs]}
-        )
+        return (yield from supported_share(context, statements, ctx))

@@ -11,7 +11,7 @@ from ascend_eval.models.base import ClassifyResult, GenerateResult
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
 from ascend_eval.prompts.nli_json import STATEMENT_VERDICTS, SupportListInput
-from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, usable_statements
+from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, read_statements
 
 
 def supported_ratio(p_supported: Sequence[float], *, threshold: float = 0.5) -> float:
@@ -29,6 +29,22 @@ def supported_ratio(p_supported: Sequence[float], *, threshold: float = 0.5) -> 
     if not p_supported:
         return math.nan
     return sum(p > threshold for p in p_supported) / len(p_supported)
+
+
+def supported_share(text: str, statements: list[str], ctx: PlanContext) -> Plan:
+    """Sub-plan: one support verdict per statement against `text`; the score is the share supported.
+
+    faithfulness (response statements vs the contexts) and context_recall (reference statements vs the
+    contexts) both end this way, and their identical requests are answered once.
+    """
+    verdicts: list[ClassifyResult] = yield [
+        STATEMENT_SUPPORT.request(SupportInput(context=text, statement=s), ctx.language) for s in statements
+    ]
+    probs = [v.probs[v.labels.index(SUPPORTED)] for v in verdicts]
+    return MetricResult(
+        supported_ratio(probs),
+        details={"statements": statements, "p_supported": [round(p, 6) for p in probs]},
+    )
 
 
 class Faithfulness(Metric):
@@ -52,24 +68,15 @@ class Faithfulness(Metric):
         if not response.strip():
             return MetricResult.nan("no_statements", note="the response is empty")
         [raw] = yield [STATEMENTS.request(StatementsInput(question=question, answer=response), ctx.language)]
-        parsed = STATEMENTS.parse(raw)
-        if isinstance(parsed, ParseFailure):
-            return MetricResult.nan(parsed.reason, raw=parsed.raw)
-        statements = usable_statements(parsed.statements, ragas_compat=ctx.ragas_compat)
+        statements = read_statements(raw, ragas_compat=ctx.ragas_compat)
+        if isinstance(statements, ParseFailure):
+            return MetricResult.nan(statements.reason, raw=statements.raw)
         if not statements:
             return MetricResult.nan("no_statements")
         context = "\n".join(sample.retrieved_contexts or ())
         if ctx.judge_mode == "generate":
             return (yield from self._plan_generate(context, statements, ctx))
-        verdicts: list[ClassifyResult] = yield [
-            STATEMENT_SUPPORT.request(SupportInput(context=context, statement=s), ctx.language)
-            for s in statements
-        ]
-        probs = [v.probs[v.labels.index(SUPPORTED)] for v in verdicts]
-        return MetricResult(
-            supported_ratio(probs),
-            details={"statements": statements, "p_supported": [round(p, 6) for p in probs]},
-        )
+        return (yield from supported_share(context, statements, ctx))
 
     @staticmethod
     def _plan_generate(context: str, statements: list[str], ctx: PlanContext) -> Plan:

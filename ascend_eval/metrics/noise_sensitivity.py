@@ -16,7 +16,7 @@ from ascend_eval.models.errors import ConfigError
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
 from ascend_eval.prompts.nli_json import STATEMENT_VERDICTS, SupportListInput
-from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, usable_statements
+from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, read_statements
 
 Mode = Literal["relevant", "irrelevant"]
 MODES: tuple[Mode, ...] = ("relevant", "irrelevant")
@@ -161,10 +161,10 @@ class NoiseSensitivity(Metric):
         ]
         lists: list[list[str]] = []
         for raw in raws:
-            parsed = STATEMENTS.parse(raw)
+            parsed = read_statements(raw, ragas_compat=ctx.ragas_compat)
             if isinstance(parsed, ParseFailure):
                 return MetricResult.nan(parsed.reason, raw=parsed.raw)
-            lists.append(usable_statements(parsed.statements, ragas_compat=ctx.ragas_compat))
+            lists.append(parsed)
         ref_statements, answer_statements = lists
         if not ref_statements or not answer_statements:
             return MetricResult.nan(

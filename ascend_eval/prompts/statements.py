@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from ascend_eval.prompts.base import PromptSpec
+from ascend_eval.models.base import GenerateResult
+from ascend_eval.prompts.base import ParseFailure, PromptSpec
 
 MAX_STATEMENTS = 32
 """An upper bound for constrained decoding (`maxItems` in the schema): it keeps a confused judge from
@@ -28,6 +29,14 @@ def usable_statements(statements: Sequence[str], *, ragas_compat: bool) -> list[
     [' A. ', '', 'B.']
     """
     return list(statements) if ragas_compat else [s.strip() for s in statements if s.strip()]
+
+
+def read_statements(result: GenerateResult, *, ragas_compat: bool) -> list[str] | ParseFailure:
+    """The usable statements of a STATEMENTS answer (see `usable_statements`), or why it could not be read."""
+    parsed = STATEMENTS.parse(result)
+    if isinstance(parsed, ParseFailure):
+        return parsed
+    return usable_statements(parsed.statements, ragas_compat=ragas_compat)
 
 
 class StatementsInput(BaseModel):
