@@ -122,8 +122,8 @@ def evaluate(
         ConfigError: an unknown metric, model or setting.
     """
     t0 = time.perf_counter()
-    if isinstance(dataset, str) and builtin_dataset(dataset) is not None:
-        dataset = builtin_dataset(dataset)
+    if isinstance(dataset, str) and (builtin := builtin_dataset(dataset)) is not None:
+        dataset = builtin
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, column_map=column_map)
     chosen = resolve_metrics(metrics)
     validate(data, {m.name: m.required for m in chosen})
