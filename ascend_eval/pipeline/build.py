@@ -1,0 +1,244 @@
+"""`build_rag_rows`: fill in the contexts and answers a dataset lacks, as a RAG system would have.
+
+chunk the corpus -> embed chunks and questions (batched, cached) -> retrieve the top chunks by cosine
+similarity -> rerank them with a cross-encoder if one is given -> generate each answer with the RAG model
+(one batched, cached `generate` call). Everything that can be wrong with the input is checked before any
+model loads; rows that already have contexts and an answer are returned unchanged without touching a model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ascend_eval.backends import Deferred
+from ascend_eval.engine import Backends, Engine, RequestCache
+from ascend_eval.models.base import Embedder, GenerationParams, Judge, Reranker
+from ascend_eval.models.errors import ConfigError, DataError
+from ascend_eval.pipeline.chunking import Chunk, OffsetTokenizer, check_corpus, chunk_corpus, load_tokenizer
+from ascend_eval.pipeline.config import PipelineConfig
+from ascend_eval.pipeline.generation import generate_answers
+from ascend_eval.pipeline.retrieval import EmbeddingMemo, cosine, embed_texts, rerank, top_indices
+from ascend_eval.text.language import Language, detect_language
+
+Progress = Callable[[str, int, int], None]
+
+# Each column under its current name first, then its RAGAS v0.1 / NeMo name.
+_QUESTION = ("user_input", "question")
+_CONTEXTS = ("retrieved_contexts", "contexts")
+_RESPONSE = ("response", "answer")
+
+CONTEXT_IDS = "retrieved_context_ids"
+"""Column the pipeline adds beside the contexts it retrieved: `doc_id#chunk_index` of each, for
+retrieval diagnostics (e.g. whether a question's source document was found)."""
+
+
+def _value(row: Mapping[str, Any], names: Sequence[str]) -> Any:
+    for name in names:
+        value = row.get(name)
+        if not _absent(value):
+            return value
+    return None
+
+
+def _absent(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _as_list(contexts: Any) -> list[str]:
+    return [contexts] if isinstance(contexts, str) else list(contexts)
+
+
+def _row_name(row: Mapping[str, Any], index: int) -> str:
+    return f"row {index}" + (f" (id {row['id']!r})" if row.get("id") is not None else "")
+
+
+def _check_rows(
+    rows: Sequence[dict[str, Any]],
+    need_contexts: list[int],
+    need_answers: list[int],
+    *,
+    corpus: Any,
+    embedder: Embedder | None,
+    generator: Judge | None,
+) -> None:
+    """Raise DataError for the first row the pipeline cannot complete, naming the missing piece."""
+    for i in sorted(set(need_contexts) | set(need_answers)):
+        question = _value(rows[i], _QUESTION)
+        if not isinstance(question, str) or not question.strip():
+            raise DataError(
+                f"{_row_name(rows[i], i)} has no question ('user_input' or 'question'), so the RAG pipeline "
+                "cannot retrieve contexts or generate an answer for it. Add the question or drop the row."
+            )
+    if need_contexts:
+        first = _row_name(rows[need_contexts[0]], need_contexts[0])
+        if corpus is None:
+            raise DataError(
+                f"{first} has no 'retrieved_contexts' and no corpus was given to retrieve them from "
+                f"({len(need_contexts)} rows lack contexts). Add a corpus to the dataset "
+                "(dataset.corpus: a list of {'id', 'text'} documents or a JSON/JSONL file) or give every "
+                "row its contexts."
+            )
+        if embedder is None:
+            raise DataError(
+                f"{first} has no 'retrieved_contexts' and no embedding model is configured to retrieve "
+                "them. Set retriever_pipeline.embedding_model or give every row its contexts."
+            )
+    if need_answers and generator is None:
+        first = _row_name(rows[need_answers[0]], need_answers[0])
+        raise DataError(
+            f"{first} has no 'response' and no RAG model is configured to generate one "
+            f"({len(need_answers)} rows lack answers). Set `model` (the RAG model) or give every row "
+            "its answer."
+        )
+
+
+def embedder_tokenizer(embedder: Embedder) -> OffsetTokenizer:
+    """The tokenizer of a local (sentence-transformers) embedder, for chunk_unit="tokens".
+
+    Raises:
+        ConfigError: the embedder exposes no tokenizer (an HTTP endpoint); checked before a local model
+            loads only when the embedder is not a deferred local model.
+    """
+    backend = embedder.backend() if isinstance(embedder, Deferred) else embedder
+    # TorchEmbedder keeps its SentenceTransformer (whose `tokenizer` is the model's) as `_model`.
+    model = getattr(backend, "_model", None)
+    for candidate in (getattr(backend, "tokenizer", None), getattr(model, "tokenizer", None)):
+        if candidate is not None:
+            return candidate  # type: ignore[no-any-return]
+    raise ConfigError(
+        f"chunk_unit='tokens' needs a tokenizer, and the embedder {embedder.model_id!r} "
+        f"({type(backend).__name__}) has none to offer (an endpoint, not a local model). Pass tokenizer=... "
+        "(a tokenizer directory or object) or use chunk_unit='chars'."
+    )
+
+
+def _languages(questions: Sequence[str], setting: str) -> list[Language]:
+    if setting == "auto":
+        return [detect_language(q) for q in questions]
+    return [setting] * len(questions)  # type: ignore[list-item]
+
+
+def _report(progress: Progress | None, stage: str, done: int, total: int) -> None:
+    if progress is not None:
+        progress(stage, done, total)
+
+
+def _retrieve(
+    engine: Engine,
+    questions: Sequence[str],
+    chunks: Sequence[Chunk],
+    config: PipelineConfig,
+    memo: EmbeddingMemo | None,
+    progress: Progress | None,
+) -> list[list[Chunk]]:
+    """The top_k chunks per question, reranked when the engine has a reranker."""
+    texts = [c.text for c in chunks]
+    _report(progress, "embed", 0, len(texts) + len(questions))
+    query_vectors, chunk_vectors = embed_texts(engine, [(questions, "query"), (texts, "document")], memo=memo)
+    _report(progress, "embed", len(texts) + len(questions), len(texts) + len(questions))
+    reranking = engine.backends.reranker is not None
+    picked = top_indices(
+        cosine(query_vectors, chunk_vectors), config.candidates if reranking else config.top_k
+    )
+    if reranking:
+        _report(progress, "rerank", 0, len(questions))
+        order = rerank(engine, questions, [[texts[j] for j in row] for row in picked], config.top_k)
+        picked = [[row[o] for o in keep] for row, keep in zip(picked, order, strict=True)]
+        _report(progress, "rerank", len(questions), len(questions))
+    return [[chunks[j] for j in row] for row in picked]
+
+
+def build_rag_rows(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    corpus: Sequence[Mapping[str, Any]] | None,
+    config: PipelineConfig,
+    embedder: Embedder | None,
+    generator: Judge | None,
+    reranker: Reranker | None = None,
+    cache: RequestCache | None = None,
+    progress: Progress | None = None,
+    tokenizer: Any = None,
+    memo: EmbeddingMemo | None = None,
+) -> list[dict[str, Any]]:
+    """Fill `retrieved_contexts` and `response` where rows lack them; keep every other field.
+
+    Args:
+        rows: rows with `user_input` (or `question`) and optionally `reference`, `retrieved_contexts`
+            (`contexts`) and `response` (`answer`). None or NaN counts as missing.
+        corpus: documents `{"id", "text", "title" (optional)}` to retrieve from; needed if any row lacks
+            contexts.
+        config: chunking, retrieval and generation settings.
+        embedder: embeds chunks (kind "document") and questions (kind "query"); needed with `corpus`.
+        generator: the RAG model; answers through `Judge.generate`. Needed if any row lacks an answer.
+        reranker: reorders the `config.candidates` best chunks before `top_k` are kept.
+        cache: the request cache; embeddings, reranker scores and answers are stored there, so identical
+            requests (same chunk, same prompt) are answered once across runs and experiment points.
+        progress: called with (stage, done, total) as stages start and finish: "chunk", "embed",
+            "rerank", "generate".
+        tokenizer: for chunk_unit="tokens": a fast tokenizer or a local tokenizer directory; default the
+            local embedder's own tokenizer.
+        memo: in-process embedding memo; default the process-wide one.
+
+    Returns:
+        New row dicts in input order. Rows given contexts keep them (and generation uses them); retrieved
+        contexts come with `retrieved_context_ids` (`doc_id#chunk_index`).
+
+    Raises:
+        DataError: a row that needs the pipeline has no question, or the corpus, embedder or RAG model it
+            needs is missing (before any model loads), or the corpus is malformed.
+        ConfigError: chunk_unit="tokens" without a tokenizer.
+        BackendError: a model call failed (answered requests stay cached; run again to resume).
+    """
+    out = [dict(row) for row in rows]
+    need_contexts = [i for i, row in enumerate(out) if _value(row, _CONTEXTS) is None]
+    need_answers = [i for i, row in enumerate(out) if _value(row, _RESPONSE) is None]
+    if not need_contexts and not need_answers:
+        return out
+    _check_rows(out, need_contexts, need_answers, corpus=corpus, embedder=embedder, generator=generator)
+    documents = check_corpus(corpus) if need_contexts else []  # type: ignore[arg-type]
+    if (
+        need_contexts
+        and config.chunk_unit == "tokens"
+        and tokenizer is None
+        and not isinstance(embedder, Deferred)
+    ):
+        embedder_tokenizer(embedder)  # type: ignore[arg-type]  # fail on an endpoint before any model loads
+    engine = Engine(
+        Backends(judge=generator, embedder=embedder, reranker=reranker),
+        cache if cache is not None else RequestCache(None),
+    )
+    if need_contexts:
+        tok = None
+        if config.chunk_unit == "tokens":
+            tok = load_tokenizer(tokenizer) if tokenizer is not None else embedder_tokenizer(embedder)  # type: ignore[arg-type]
+        _report(progress, "chunk", 0, len(documents))
+        chunks = chunk_corpus(
+            documents,
+            size=config.chunk_size,
+            overlap=config.chunk_overlap,
+            tokenizer=tok,
+            truncate=config.truncate_long_documents,
+            max_document_chars=config.max_document_chars,
+        )
+        _report(progress, "chunk", len(documents), len(documents))
+        questions = [_value(out[i], _QUESTION) for i in need_contexts]
+        for i, found in zip(
+            need_contexts, _retrieve(engine, questions, chunks, config, memo, progress), strict=True
+        ):
+            out[i]["retrieved_contexts"] = [c.text for c in found]
+            out[i][CONTEXT_IDS] = [f"{c.doc_id}#{c.index}" for c in found]
+    if need_answers:
+        questions = [_value(out[i], _QUESTION) for i in need_answers]
+        contexts = [_as_list(_value(out[i], _CONTEXTS)) for i in need_answers]
+        params = GenerationParams(max_tokens=config.answer_max_tokens, temperature=config.answer_temperature)
+        _report(progress, "generate", 0, len(need_answers))
+        answers = generate_answers(
+            engine, questions, contexts, _languages(questions, config.language), params
+        )
+        for i, answer in zip(need_answers, answers, strict=True):
+            out[i]["response"] = answer
+        _report(progress, "generate", len(need_answers), len(need_answers))
+    return out
