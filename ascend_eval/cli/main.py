@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ascend_eval.cli import experiments as experiments_cli
+from ascend_eval.cli import jobs as jobs_cli
 from ascend_eval.models.errors import AscendEvalError
 
 
@@ -162,6 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("--device", help="check this device instead of auto-detection")
     models.add_argument("--json", action="store_true")
     models.set_defaults(func=_models)
+    jobs_cli.add_parser(sub)
+    experiments_cli.add_parser(sub)
     return parser
 
 

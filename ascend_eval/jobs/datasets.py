@@ -1,0 +1,232 @@
+"""A job's dataset: a built-in name, inline rows, a local file or a file in a Hugging Face repository,
+read into rows with our canonical column names (and the documents to retrieve from, when given)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ascend_eval.data import Column, Dataset, load_dataset
+from ascend_eval.jobs.secrets import SecretStore
+from ascend_eval.jobs.spec import DatasetSpec, HuggingFaceStorage
+from ascend_eval.models.errors import DataError, MissingDependencyError
+
+logger = logging.getLogger("ascend_eval.jobs")
+
+MAX_DOCUMENT_CHARS = 65_000
+"""NeMo's limit for `truncate_long_documents`."""
+
+_FILE_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet")
+
+
+@dataclass
+class JobData:
+    rows: list[dict[str, Any]]
+    """One dict per sample with our column names (user_input, response, retrieved_contexts, reference)."""
+    corpus: list[dict[str, Any]] | None
+    source: str
+
+
+def load_job_data(dataset: str | DatasetSpec, secrets: SecretStore) -> JobData:
+    """Read the spec's dataset.
+
+    Raises:
+        DataError: an unknown built-in name, a missing file, a repository file that cannot be fetched, or
+            malformed rows (the message names the fix).
+    """
+    if isinstance(dataset, str):
+        source, corpus = _named(dataset)
+        return JobData(_canonical_rows(load_dataset(source)), corpus, str(dataset))
+    if dataset.rows is not None:
+        return JobData(
+            _canonical_rows(load_dataset(inline_rows(dataset.rows))), _corpus(dataset), "inline rows"
+        )
+    assert dataset.path is not None
+    if dataset.storage is not None:
+        path = fetch_hf_file(dataset.storage, dataset.path, secrets)
+        where = f"{dataset.storage.repo_id}/{dataset.path} (Hugging Face {dataset.storage.repo_type})"
+    else:
+        path, where = Path(dataset.path).expanduser(), dataset.path
+    return JobData(_canonical_rows(load_dataset(path)), _corpus(dataset), where)
+
+
+def _named(name: str) -> tuple[Path, list[dict[str, Any]] | None]:
+    from ascend_eval import examples
+
+    builtin = examples.builtin_dataset(name)
+    if builtin is not None:
+        # builtin_corpus arrives with the built-in RAG corpora; older datasets have none.
+        corpus_of = getattr(examples, "builtin_corpus", None)
+        return builtin, corpus_of(name) if corpus_of is not None else None
+    path = Path(name).expanduser()
+    if path.is_file():
+        return path, None
+    if path.suffix.lower() in _FILE_SUFFIXES:
+        raise DataError(
+            f"Dataset file {name!r} does not exist (resolved to {path.absolute()}). Check the path."
+        )
+    raise DataError(
+        f"Dataset {name!r} is not a built-in dataset of ascend-eval and not a local file. NeMo's built-in "
+        "datasets (such as 'ragas/amnesty_qa') are not shipped. Built-in here: "
+        f"{sorted(examples.BUILTIN_DATASETS)}. Or pass your data: "
+        '"dataset": "/path/to/data.json" (JSON, JSONL, CSV or Parquet), or inline "dataset": {"rows": '
+        '[{"question": [...], "contexts": [[...]], "answer": [...], "ground_truth": [...]}]}.'
+    )
+
+
+def inline_rows(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows from NeMo's inline `rows`: each item is a columnar object (every value a list, one per
+    sample; NeMo's form) or a single sample.
+
+    >>> inline_rows([{"question": ["a", "b"], "contexts": [["x"], ["y"]]}, {"question": "c"}])
+    [{'question': 'a', 'contexts': ['x']}, {'question': 'b', 'contexts': ['y']}, {'question': 'c'}]
+    """
+    rows: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        question = item.get("question", item.get("user_input"))
+        if not isinstance(question, list):
+            rows.append(dict(item))
+            continue
+        lengths = {str(k): len(v) if isinstance(v, list) else None for k, v in item.items()}
+        if any(n is None for n in lengths.values()) or len(set(lengths.values())) != 1:
+            raise DataError(
+                f"dataset.rows[{index}] is columnar (its question is a list), so every field must be a list "
+                f"of the same length, one value per sample; got lengths {lengths}."
+            )
+        rows += [{k: v[i] for k, v in item.items()} for i in range(len(question))]
+    return rows
+
+
+def _canonical_rows(dataset: Dataset) -> list[dict[str, Any]]:
+    rows = []
+    for sample in dataset:
+        row: dict[str, Any] = {"id": sample.id, **sample.metadata}
+        for column in Column:
+            value = sample.get(column)
+            if value is not None:
+                row[column.value] = list(value) if column.is_list else value
+        rows.append(row)
+    return rows
+
+
+def _corpus(dataset: DatasetSpec) -> list[dict[str, Any]] | None:
+    if dataset.corpus is None:
+        return None
+    if isinstance(dataset.corpus, list):
+        return check_documents(dataset.corpus, "dataset.corpus")
+    return read_corpus(Path(dataset.corpus).expanduser())
+
+
+def read_corpus(path: Path) -> list[dict[str, Any]]:
+    """Documents from a JSON list (or `{"documents": [...]}`) or a JSONL file."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as e:
+        raise DataError(f"Cannot read corpus file '{path}': {e.strerror}. Check dataset.corpus.") from None
+    try:
+        if path.suffix.lower() == ".jsonl":
+            data: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataError(f"Corpus file '{path}' is not valid JSON: {e.msg} at line {e.lineno}.") from None
+    if isinstance(data, dict) and isinstance(data.get("documents"), list):
+        data = data["documents"]
+    if not isinstance(data, list):
+        raise DataError(f"Corpus file '{path}' must hold a list of documents or {{\"documents\": [...]}}.")
+    return check_documents(data, f"corpus file '{path}'")
+
+
+def check_documents(items: Sequence[Any], where: str) -> list[dict[str, Any]]:
+    """Documents `{"id", "text", "title"?}`; a missing id becomes the document's position."""
+    documents = []
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
+            raise DataError(
+                f"Document {index} of the {where} needs a 'text' string, e.g. "
+                f'{{"id": "doc-1", "text": "...", "title": "..."}}; got {str(item)[:80]!r}.'
+            )
+        documents.append({"id": str(item.get("id", index)), **{k: v for k, v in item.items() if k != "id"}})
+    return documents
+
+
+def truncate_text(text: str, mode: Literal["start", "end"], limit: int = MAX_DOCUMENT_CHARS) -> str:
+    """`text` cut to `limit` characters: "start" drops the start (keeps the end), "end" drops the end.
+
+    >>> truncate_text("abcdef", "start", 4), truncate_text("abcdef", "end", 4)
+    ('cdef', 'abcd')
+    """
+    if len(text) <= limit:
+        return text
+    return text[-limit:] if mode == "start" else text[:limit]
+
+
+def truncate_contexts(rows: list[dict[str, Any]], mode: Literal["start", "end"]) -> int:
+    """Cut every given context to `MAX_DOCUMENT_CHARS` in place; returns how many were cut."""
+    cut = 0
+    for row in rows:
+        contexts = row.get(Column.RETRIEVED_CONTEXTS.value)
+        if contexts:
+            shortened = [truncate_text(c, mode) for c in contexts]
+            cut += sum(a != b for a, b in zip(contexts, shortened, strict=True))
+            row[Column.RETRIEVED_CONTEXTS.value] = shortened
+    return cut
+
+
+def _hub_offline() -> bool:
+    import huggingface_hub.constants
+
+    # The hub library reads the variable once at import; a job honours the value it is started with.
+    flag = os.environ.get("HF_HUB_OFFLINE", "").strip().upper()
+    return flag in ("1", "ON", "YES", "TRUE") or bool(huggingface_hub.constants.HF_HUB_OFFLINE)
+
+
+def fetch_hf_file(storage: HuggingFaceStorage, path: str, secrets: SecretStore) -> Path:
+    """The local copy of `path` in a Hugging Face repository: from the hub cache, downloading it first
+    unless HF_HUB_OFFLINE is set.
+
+    Raises:
+        MissingDependencyError: huggingface_hub is not installed.
+        DataError: the file cannot be fetched (offline and not cached, no such repository or file, no
+            access); the message says what to do instead.
+    """
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError as e:
+        raise MissingDependencyError(
+            "A Hugging Face dataset (dataset.storage.type 'huggingface') needs huggingface_hub: "
+            "pip install huggingface_hub. Or pass a local file path or inline rows."
+        ) from e
+    token = secrets.resolve(storage.token_secret).read() if storage.token_secret else None
+    offline = _hub_offline()
+    where = f"'{path}' from the Hugging Face {storage.repo_type} repository '{storage.repo_id}'"
+    try:
+        local = hf_hub_download(
+            repo_id=storage.repo_id,
+            filename=path,
+            repo_type=storage.repo_type,
+            token=token,
+            local_files_only=offline,
+            cache_dir=os.environ.get("HF_HUB_CACHE") or None,
+        )
+    except Exception as e:  # the hub raises many types (HTTP, offline, not found, gated); all end here
+        reason = f"{type(e).__name__}: {e}"
+        if token:
+            reason = reason.replace(token, "***")
+        hint = (
+            "HF_HUB_OFFLINE is set and the file is not in the local hub cache: download it where the hub "
+            "is reachable (huggingface-cli download) and copy the cache, or"
+            if offline
+            else "Check repo_id, repo_type, path and token_secret, or"
+        )
+        raise DataError(
+            f"Cannot fetch {where}. {hint} pass the file as a local path "
+            f'("dataset": "/path/to/{Path(path).name}") or the data as inline rows. ({reason[:300]})'
+        ) from None
+    logger.info("dataset %s -> %s", where, local)
+    return Path(local)

@@ -1,0 +1,160 @@
+"""What a job does: read the data, fill missing contexts and answers with the RAG pipeline, judge.
+
+Everything that can be wrong with the spec or the data is found before any model loads: the dataset,
+the columns the metrics need, the models the pipeline needs, and every secret.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ascend_eval.data import Column, load_dataset, validate
+from ascend_eval.jobs.datasets import load_job_data, truncate_contexts
+from ascend_eval.jobs.runner import round_progress
+from ascend_eval.jobs.runtimes import ModelFactory
+from ascend_eval.jobs.secrets import SecretStore
+from ascend_eval.jobs.spec import JobSpec
+from ascend_eval.metrics import resolve_metrics
+from ascend_eval.models.errors import ConfigError
+
+logger = logging.getLogger("ascend_eval.jobs")
+
+# The columns the RAG pipeline can fill; every other column must come with the data.
+_PIPELINE_COLUMNS = {Column.RETRIEVED_CONTEXTS, Column.RESPONSE}
+
+Report = Callable[[dict[str, Any]], None]
+
+
+def _missing(rows: list[dict[str, Any]], column: Column) -> int:
+    return sum(1 for row in rows if not row.get(column.value))
+
+
+def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Report) -> Any:
+    """Run one job spec to an `EvaluationResult`.
+
+    Args:
+        spec: the validated spec.
+        cache_dir: the request cache folder (answers of the pipeline's RAG model and of the judge).
+        secrets: where the spec's secret names resolve.
+        report: receives progress dicts (stage, counts) as the job goes.
+    """
+    from ascend_eval.api import evaluate
+
+    report({"stage": "loading data"})
+    data = load_job_data(spec.dataset, secrets)
+    rows = data.rows
+    names = spec.metric_names()
+    metrics = resolve_metrics(names)
+    params = spec.metric_params
+    if params.truncate_long_documents and (cut := truncate_contexts(rows, params.truncate_long_documents)):
+        logger.info(
+            "cut %d contexts to 65,000 characters (truncate_long_documents=%s)",
+            cut,
+            params.truncate_long_documents,
+        )
+
+    needed = set().union(*(m.required for m in metrics))
+    # Columns only the data can give are checked now; the pipeline's columns after it ran.
+    validate(load_dataset(rows), {m.name: m.required - _PIPELINE_COLUMNS for m in metrics})
+    fill = {c for c in needed & _PIPELINE_COLUMNS if _missing(rows, c)}
+    logger.info("dataset %s: %d samples; metrics %s", data.source, len(rows), [m.name for m in metrics])
+
+    models = ModelFactory(secrets)
+    try:
+        # Built (endpoints checked, secrets resolved) before any model loads: local ones load on first use.
+        judge = models.judge(params.judge_llm) if params.judge_llm else None
+        embedder = models.embedder(params.judge_embeddings.model) if params.judge_embeddings else None
+        if fill:
+            rows = _run_pipeline(spec, rows, data.corpus, models, cache_dir, report)
+        total = len(rows) * len(metrics)
+        report({"stage": "evaluating", "scores_total": total, "scores_done": 0})
+        result = evaluate(
+            rows,
+            names,
+            judge=judge,
+            embedder=embedder,
+            cache_dir=cache_dir,
+            progress=False,
+            on_round=round_progress(total, report),
+        )
+    finally:
+        models.close()
+    report({"stage": "done", "scores_done": total})
+    return result
+
+
+def _run_pipeline(
+    spec: JobSpec,
+    rows: list[dict[str, Any]],
+    corpus: list[dict[str, Any]] | None,
+    models: ModelFactory,
+    cache_dir: Path,
+    report: Report,
+) -> list[dict[str, Any]]:
+    """Retrieve contexts and generate answers where the data has none (the RAG pipeline)."""
+    no_contexts = _missing(rows, Column.RETRIEVED_CONTEXTS)
+    no_answers = _missing(rows, Column.RESPONSE)
+    retriever = spec.retriever_pipeline
+    if no_contexts and retriever is None:
+        raise ConfigError(
+            f"{no_contexts} sample(s) have no contexts, so the job must retrieve them: add "
+            "`retriever_pipeline` with an `embedding_model` (and a dataset `corpus` to retrieve from), or "
+            "give `contexts` in the data."
+        )
+    if no_answers and spec.model is None:
+        raise ConfigError(
+            f"{no_answers} sample(s) have no answer, so the job must generate them: add `model` (the RAG "
+            "model), or give `answer` in the data."
+        )
+    try:
+        from ascend_eval.pipeline import PipelineConfig, build_rag_rows
+    except ModuleNotFoundError as e:
+        if e.name != "ascend_eval.pipeline":
+            raise
+        raise ConfigError(
+            "This dataset lacks contexts or answers and this installation has no RAG pipeline "
+            "(ascend_eval.pipeline). Give contexts and answers in the data."
+        ) from e
+    from ascend_eval.api import CACHE_FILE
+    from ascend_eval.engine import RequestCache
+
+    settings: dict[str, Any] = {"top_k": spec.metric_params.top_k}
+    if spec.metric_params.truncate_long_documents:
+        settings["truncate_long_documents"] = spec.metric_params.truncate_long_documents
+    if retriever is not None:
+        for field in ("chunk_size", "chunk_overlap", "chunk_unit", "rerank_candidates"):
+            value = getattr(retriever, field)
+            if value is not None:
+                settings[field] = value
+    answer = spec.model.inference_params if spec.model else None
+    if answer is not None and answer.max_tokens is not None:
+        settings["answer_max_tokens"] = answer.max_tokens
+    if answer is not None and answer.temperature is not None:
+        settings["answer_temperature"] = answer.temperature
+    config = PipelineConfig(**settings)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        report({"stage": f"pipeline: {stage}", "pipeline_done": done, "pipeline_total": total})
+
+    logger.info(
+        "RAG pipeline for %d samples without contexts, %d without answers: %s",
+        no_contexts,
+        no_answers,
+        config,
+    )
+    with RequestCache(cache_dir / CACHE_FILE) as cache:
+        return build_rag_rows(
+            rows,
+            corpus=corpus,
+            config=config,
+            embedder=models.embedder(retriever.embedding_model) if retriever else None,
+            generator=models.generator(spec.model) if spec.model else None,
+            reranker=models.reranker(retriever.reranker_model)
+            if retriever and retriever.reranker_model
+            else None,
+            cache=cache,
+            progress=progress,
+        )

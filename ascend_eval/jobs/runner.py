@@ -1,0 +1,419 @@
+"""Jobs run locally, each in its own directory, resumable from its request cache.
+
+A job directory (default `<cache root>/jobs/<id>/`) holds
+
+    spec.json       the validated spec (secret names only: a spec never holds a secret's value)
+    status.json     id, name, status (pending/running/completed/failed/cancelled), timestamps, pid, error
+    progress.json   the stage, scores and requests done (updated after every engine round)
+    job.log         the library's log lines while the job ran
+    output.log      stdout and stderr of a background run
+    cache/          the request cache (unless the job shares another cache_dir)
+    results/        results.json, scores.csv, summary.json, summary.txt and job_results.json
+                    (aggregate_scores + per-sample rows)
+
+Running a job again (after a kill, a failure or a cancel) answers every request already in its cache
+from there and sends only the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import secrets as random_tokens
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ascend_eval.jobs.secrets import SecretStore
+from ascend_eval.jobs.spec import JobSpec, did_you_mean, load_spec
+from ascend_eval.models.errors import BackendError, ConfigError
+from ascend_eval.models.paths import cache_root
+
+logger = logging.getLogger("ascend_eval.jobs")
+
+STATES = ("pending", "running", "completed", "failed", "cancelled")
+FINISHED = frozenset({"completed", "failed", "cancelled"})
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+RESULTS_FILE = "job_results.json"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Replace `path` in one step, so a reader (or a kill) never sees half a file."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    os.replace(temp, path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _check_id(job_id: str) -> str:
+    if not _ID.match(job_id):
+        raise ConfigError(
+            f"Job id {job_id!r} is not valid: use letters, digits, '.', '_' and '-' (at most 100 characters)."
+        )
+    return job_id
+
+
+class Job:
+    """One job and its directory. Get one from `Jobs.create` or `Jobs.get`."""
+
+    def __init__(self, directory: Path, *, secrets: SecretStore | None = None) -> None:
+        self.directory = Path(directory)
+        self.id = self.directory.name
+        self.secrets = secrets or SecretStore()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    # ---------------------------------------------------------------------------------------- state
+
+    @property
+    def spec(self) -> JobSpec:
+        return load_spec(self.directory / "spec.json")
+
+    def info(self) -> dict[str, Any]:
+        """The status record. A job whose process has died before it finished reads as failed."""
+        info: dict[str, Any] = json.loads((self.directory / "status.json").read_text(encoding="utf-8"))
+        here = info.get("host") == socket.gethostname()
+        pid = info.get("pid")
+        if info["status"] == "running" and pid and here and not _alive(pid):
+            info = self._update(
+                status="failed",
+                finished=_now(),
+                error=f"the job's process (pid {pid}) ended without finishing (killed?). Run it again to "
+                "resume from its cache.",
+            )
+        background = self._background_pid()
+        if (
+            info["status"] == "pending"
+            and here
+            and background is not None
+            and not self._process_lives(background)
+        ):
+            info = self._update(
+                status="failed",
+                finished=_now(),
+                error=f"the background process (pid {background}) ended before the job started; see "
+                f"{self.directory / 'output.log'}",
+            )
+        return info
+
+    def status(self) -> str:
+        return str(self.info()["status"])
+
+    def _update(self, **fields: Any) -> dict[str, Any]:
+        path = self.directory / "status.json"
+        info = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        info.update(fields)
+        _write_json(path, info)
+        return info
+
+    def progress(self) -> dict[str, Any]:
+        path = self.directory / "progress.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+    @property
+    def cache_dir(self) -> Path:
+        return Path(self.info()["cache_dir"])
+
+    def results(self) -> dict[str, Any]:
+        """`{"aggregate_scores": [{name, count, mean, min, max, nan_count}], "rows": [per sample]}`.
+
+        Raises:
+            ConfigError: the job has not completed (the message gives its status and error).
+        """
+        info = self.info()
+        if info["status"] != "completed":
+            error = f": {info['error']}" if info.get("error") else ""
+            raise ConfigError(f"Job {self.id!r} has no results: it is {info['status']}{error}.")
+        return json.loads((self.directory / "results" / RESULTS_FILE).read_text(encoding="utf-8"))
+
+    def __repr__(self) -> str:
+        return f"Job({self.id!r}, status={self.status()!r})"
+
+    # ------------------------------------------------------------------------------------- running
+
+    def run(self) -> Job:
+        """Run the job in this process, blocking; resumes from its cache when run again.
+
+        Raises:
+            ConfigError: the job is already running.
+            AscendEvalError: whatever made the job fail (also recorded in status.json).
+        """
+        info = self.info()
+        if info["status"] == "running" and info.get("pid") not in (None, os.getpid()):
+            raise ConfigError(f"Job {self.id!r} is already running (pid {info['pid']}).")
+        (self.directory / "progress.json").unlink(missing_ok=True)
+        self._update(
+            status="running",
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            started=_now(),
+            finished=None,
+            error=None,
+            runs=int(info.get("runs", 0)) + 1,
+        )
+        handler = _log_to(self.directory / "job.log")
+        try:
+            from ascend_eval.jobs.execute import execute
+
+            logger.info("job %s: run %d started", self.id, int(info.get("runs", 0)) + 1)
+            result = execute(self.spec, cache_dir=self.cache_dir, secrets=self.secrets, report=self._report)
+            self._save(result)
+            _check_some_scored(result)
+        except KeyboardInterrupt:
+            logger.warning("job %s cancelled; answered requests stay in its cache", self.id)
+            self._update(status="cancelled", finished=_now(), error="cancelled")
+            raise
+        except Exception as e:
+            logger.error("job %s failed: %s: %s", self.id, type(e).__name__, e)
+            self._update(status="failed", finished=_now(), error=f"{type(e).__name__}: {e}")
+            raise
+        finally:
+            _stop_logging(handler)
+        self._update(status="completed", finished=_now())
+        return self
+
+    def _report(self, progress: dict[str, Any]) -> None:
+        # Merged into what was reported before, so the last engine counts survive the final "done".
+        _write_json(self.directory / "progress.json", {**self.progress(), **progress, "updated": _now()})
+
+    def _save(self, result: Any) -> None:
+        out = self.directory / "results"
+        result.save(out)
+        _write_json(out / RESULTS_FILE, {"aggregate_scores": result.aggregates(), "rows": result.rows()})
+        (out / "summary.txt").write_text(result.table() + "\n", encoding="utf-8")
+        logger.info("job %s scores:\n%s", self.id, result.table())
+
+    def start(self) -> Job:
+        """Run the job in a background process (`python -m ascend_eval.jobs`); returns at once."""
+        info = self.info()
+        if info["status"] == "running":
+            raise ConfigError(f"Job {self.id!r} is already running (pid {info.get('pid')}).")
+        command = [sys.executable, "-m", "ascend_eval.jobs", "--root", str(self.directory.parent), self.id]
+        # Written before the process exists: the process records "running" and its pid itself, and a
+        # write from here afterwards could overwrite that.
+        self._update(status="pending", host=socket.gethostname(), error=None)
+        with (self.directory / "output.log").open("ab") as output:
+            # A session of its own: closing the terminal or Ctrl-C there does not stop the job.
+            self._process = subprocess.Popen(
+                command,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        (self.directory / "background.pid").write_text(str(self._process.pid))
+        return self
+
+    def wait(self, timeout: float | None = None, *, poll: float = 0.2) -> Job:
+        """Block until the job has finished (completed, failed or cancelled) or `timeout` seconds passed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self._process is not None and self._process.poll() is not None:
+                status = self.status()  # the process is gone: what it wrote last is final
+                if status not in FINISHED:
+                    self._update(
+                        status="failed",
+                        finished=_now(),
+                        error=f"the background process exited with code {self._process.returncode} "
+                        f"before finishing; see {self.directory / 'output.log'}",
+                    )
+                return self
+            if self.status() in FINISHED:
+                return self
+            if deadline is not None and time.monotonic() >= deadline:
+                return self
+            time.sleep(poll)
+
+    def cancel(self, *, timeout: float = 10.0) -> str:
+        """Stop the job: SIGTERM to its process (which records `cancelled` and keeps its cache), or mark a
+        job that has not started cancelled. Returns the status afterwards ("running" if the process has
+        not stopped within `timeout` seconds)."""
+        info = self.info()
+        if info["status"] in FINISHED:
+            return str(info["status"])
+        pid = info.get("pid") if info["status"] == "running" else self._background_pid()
+        if pid and pid != os.getpid() and info.get("host") == socket.gethostname() and _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while self._recorded() not in FINISHED and self._process_lives(pid):
+                if time.monotonic() >= deadline:
+                    return self._recorded()
+                time.sleep(0.1)
+        if self._recorded() not in FINISHED:  # stopped before it could record anything
+            self._update(status="cancelled", finished=_now(), error="cancelled")
+        return self._recorded()
+
+    def _recorded(self) -> str:
+        """The status as written, without the dead-process check of `info()`."""
+        return str(json.loads((self.directory / "status.json").read_text(encoding="utf-8"))["status"])
+
+    def _background_pid(self) -> int | None:
+        path = self.directory / "background.pid"
+        return int(path.read_text()) if path.exists() else None
+
+    def _process_lives(self, pid: int) -> bool:
+        if self._process is not None and self._process.pid == pid:
+            return self._process.poll() is None  # our own child: reap it, or it lingers as a zombie
+        return _alive(pid)
+
+
+def cancel_on_sigterm() -> None:
+    """Make SIGTERM (`ascend-eval job cancel`) stop a run in this process the way Ctrl-C does, so that the
+    job records "cancelled" instead of dying silently."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def _check_some_scored(result: Any) -> None:
+    """A job whose every score failed on a model call did not run: say why, instead of "completed"."""
+    reasons = [r.reason or "" for results in result.results.values() for r in results]
+    if reasons and all(reason.startswith("backend_error") for reason in reasons):
+        raise BackendError(
+            f"Every score failed on a model call, e.g. {reasons[0]}. Check the endpoint URLs, that the "
+            "servers are up, and the API key secrets; then run the job again (answers already received "
+            "are cached)."
+        )
+
+
+def _log_to(path: Path) -> logging.Handler:
+    """Send the library's log lines (INFO and up) to `path` for the duration of a run."""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.INFO)
+    root = logging.getLogger("ascend_eval")
+    handler._previous_level = root.level  # type: ignore[attr-defined]
+    if root.getEffectiveLevel() > logging.INFO:
+        root.setLevel(logging.INFO)
+    root.addHandler(handler)
+    return handler
+
+
+def _stop_logging(handler: logging.Handler) -> None:
+    root = logging.getLogger("ascend_eval")
+    root.removeHandler(handler)
+    root.setLevel(handler._previous_level)  # type: ignore[attr-defined]
+    handler.close()
+
+
+class Jobs:
+    """The jobs under one root folder (default `<cache root>/jobs`).
+
+    Args:
+        root: the folder holding one directory per job.
+        secrets: where specs' secret names are resolved (default: the standard store).
+    """
+
+    def __init__(self, root: str | Path | None = None, *, secrets: SecretStore | None = None) -> None:
+        self.root = Path(root) if root is not None else cache_root() / "jobs"
+        self.secrets = secrets
+
+    def create(
+        self,
+        spec: JobSpec | Mapping[str, Any] | str | Path,
+        *,
+        name: str | None = None,
+        cache_dir: str | Path | None = None,
+        job_id: str | None = None,
+    ) -> Job:
+        """Validate `spec` and make the job's directory; nothing runs yet.
+
+        Args:
+            spec: a `JobSpec`, a dict, or a JSON/YAML file.
+            name: a label shown by `list`; also the start of a generated id.
+            cache_dir: share this request cache folder (e.g. across the points of a sweep) instead of the
+                job's own `cache/`.
+            job_id: the id to use instead of a generated one.
+
+        Raises:
+            ConfigError: an invalid spec, id or name, or a job with this id exists.
+        """
+        validated = load_spec(spec)
+        if job_id is None:
+            prefix = re.sub(r"[^A-Za-z0-9._-]+", "-", name or "job").strip("-._")[:40] or "job"
+            job_id = f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{random_tokens.token_hex(3)}"
+        directory = self.root / _check_id(job_id)
+        if directory.exists():
+            raise ConfigError(f"Job {job_id!r} exists already in {self.root}. Choose another id.")
+        directory.mkdir(parents=True)
+        (directory / "spec.json").write_text(validated.to_json(), encoding="utf-8")
+        cache = Path(cache_dir).expanduser().absolute() if cache_dir is not None else directory / "cache"
+        _write_json(
+            directory / "status.json",
+            {
+                "id": job_id,
+                "name": name,
+                "status": "pending",
+                "created": _now(),
+                "cache_dir": str(cache),
+                "runs": 0,
+            },
+        )
+        return Job(directory, secrets=self.secrets)
+
+    def get(self, job_id: str) -> Job:
+        """The job with this id.
+
+        Raises:
+            ConfigError: no such job (with the closest ids).
+        """
+        directory = self.root / _check_id(job_id)
+        if not (directory / "status.json").is_file():
+            ids = [j.id for j in self.list()]
+            raise ConfigError(
+                f"No job {job_id!r} in {self.root}.{did_you_mean(job_id, ids)} "
+                "`ascend-eval job list` shows the jobs."
+            )
+        return Job(directory, secrets=self.secrets)
+
+    def list(self) -> list[Job]:
+        """Every job, oldest first."""
+        if not self.root.is_dir():
+            return []
+        jobs = [Job(d, secrets=self.secrets) for d in self.root.iterdir() if (d / "status.json").is_file()]
+        return sorted(jobs, key=lambda j: (j.info().get("created", ""), j.id))
+
+
+def round_progress(total_scores: int, report: Callable[[dict[str, Any]], None]) -> Callable[[Any], None]:
+    """An `on_round` hook that sums the engine's round stats into the job's progress file."""
+    totals = {"rounds": 0, "requests": 0, "unique": 0, "cache_hits": 0, "sent": 0, "failed": 0}
+
+    def on_round(stats: Any) -> None:
+        data = asdict(stats)
+        totals["rounds"] = stats.round
+        for key in ("requests", "unique", "cache_hits", "sent", "failed"):
+            totals[key] += data[key]
+        report(
+            {
+                "stage": "evaluating",
+                "scores_total": total_scores,
+                # plans still waiting when the round began; every other score was done by then
+                "scores_done": total_scores - stats.live_plans,
+                **totals,
+            }
+        )
+
+    return on_round
