@@ -102,11 +102,9 @@ def embedder_tokenizer(embedder: Embedder) -> OffsetTokenizer:
             loads only when the embedder is not a deferred local model.
     """
     backend = embedder.backend() if isinstance(embedder, Deferred) else embedder
-    # TorchEmbedder keeps its SentenceTransformer (whose `tokenizer` is the model's) as `_model`.
-    model = getattr(backend, "_model", None)
-    for candidate in (getattr(backend, "tokenizer", None), getattr(model, "tokenizer", None)):
-        if candidate is not None:
-            return candidate  # type: ignore[no-any-return]
+    tokenizer = getattr(backend, "tokenizer", None)  # local embedders expose their model's tokenizer
+    if tokenizer is not None:
+        return tokenizer  # type: ignore[no-any-return]
     raise ConfigError(
         f"chunk_unit='tokens' needs a tokenizer, and the embedder {embedder.model_id!r} "
         f"({type(backend).__name__}) has none to offer (an endpoint, not a local model). Pass tokenizer=... "

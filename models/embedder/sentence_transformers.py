@@ -122,6 +122,11 @@ class TorchEmbedder:
         prompts: the prompt applied per kind, after resolving the config against the model's own.
     """
 
+    @property
+    def tokenizer(self) -> Any:
+        """The model's own (fast) tokenizer: what token-unit chunking counts with."""
+        return self._model.tokenizer
+
     def __init__(self, config: TorchEmbedderConfig) -> None:
         """Load the model.
 
