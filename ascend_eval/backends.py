@@ -5,6 +5,10 @@ Local models are wrapped in `Deferred`: their weights load when the first reques
 Accepted everywhere: an object that already implements the role's protocol; the name of a shipped
 default model; a local path (a Hugging Face directory, or a `.gguf` file for a judge), optionally written
 `local:PATH`; or an `http(s)://` URL of an OpenAI-compatible server.
+
+`backend` picks the runtime for local models: "torch" (transformers / sentence-transformers, the default
+that "auto" means) or "vllm" (vLLM's offline engine; vllm-ascend on NPUs). Both name a model by its files
+(`local_model_id`), so they share the request cache. A URL or an instance ignores it.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ascend_eval.models.base import (
     ClassifyRequest,
@@ -26,13 +30,15 @@ from ascend_eval.models.base import (
     Reranker,
     Role,
 )
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.errors import ConfigError, MissingDependencyError
 from ascend_eval.models.paths import local_model_id
 from ascend_eval.models.registry import DEFAULTS, SHIPPED
 
 logger = logging.getLogger("ascend_eval.backends")
 
 ModelSpec = str | Path | Any
+Backend = Literal["auto", "torch", "vllm"]
+BACKENDS = ("auto", "torch", "vllm")
 
 
 class Deferred:
@@ -106,6 +112,25 @@ def _local_path(spec: str | Path, role: Role) -> Path:
     return path
 
 
+def _use_vllm(backend: str, role: Role) -> bool:
+    """Whether `backend` asks for vLLM; checks that vLLM is installed before any model loads.
+
+    >>> _use_vllm("auto", "judge"), _use_vllm("torch", "embedder")
+    (False, False)
+    """
+    if backend not in BACKENDS:
+        raise ConfigError(f"{role} backend={backend!r}; valid: {', '.join(map(repr, BACKENDS))}.")
+    if backend != "vllm":
+        return False
+    from ascend_eval.models.vllm_runtime import VLLM_INSTALL, vllm_installed
+
+    if not vllm_installed():
+        raise MissingDependencyError(
+            f"The vllm {role} backend needs vLLM, which is not installed: {VLLM_INSTALL}."
+        )
+    return True
+
+
 def _endpoint(url: str, model: str | None, api_key_env: str | None) -> Any:
     from ascend_eval.models.http import EndpointConfig, discover_model
 
@@ -115,9 +140,15 @@ def _endpoint(url: str, model: str | None, api_key_env: str | None) -> Any:
 
 
 def build_judge(
-    spec: ModelSpec, *, device: str | None = None, model: str | None = None, api_key_env: str | None = None
+    spec: ModelSpec,
+    *,
+    device: str | None = None,
+    model: str | None = None,
+    api_key_env: str | None = None,
+    backend: Backend = "auto",
 ) -> Judge:
-    """A judge from an instance, a shipped name, a path (HF directory or GGUF) or a server URL."""
+    """A judge from an instance, a shipped name, a path (HF directory or GGUF) or a server URL; a local one
+    runs on `backend` ("auto" = "torch", or "vllm")."""
     if spec is None:
         spec = DEFAULTS["judge"]
     if isinstance(spec, Judge):
@@ -126,21 +157,33 @@ def build_judge(
         from ascend_eval.models.judge.openai import OpenAIJudge
 
         return OpenAIJudge(_endpoint(spec, model, api_key_env))
-    from ascend_eval.models.judge.torch import TorchJudge, TorchJudgeConfig
-
+    vllm = _use_vllm(backend, "judge")
     path = _local_path(spec, "judge")
     if path.suffix.lower() == ".gguf":
         from ascend_eval.models.judge.gguf import checkpoint_from_gguf
 
         path = checkpoint_from_gguf(path)  # converted once; its directory names the model
+    if vllm:
+        from ascend_eval.models.judge.vllm import VllmJudge, VllmJudgeConfig
+
+        vllm_config = VllmJudgeConfig(model=str(path), device=device)  # validated now, started on first use
+        return Deferred(local_model_id(path), "judge", lambda: VllmJudge(vllm_config))  # type: ignore[return-value]
+    from ascend_eval.models.judge.torch import TorchJudge, TorchJudgeConfig
+
     config = TorchJudgeConfig(model=str(path), device=device)  # validated now, loaded on first use
     return Deferred(local_model_id(path), "judge", lambda: TorchJudge(config))  # type: ignore[return-value]
 
 
 def build_embedder(
-    spec: ModelSpec, *, device: str | None = None, model: str | None = None, api_key_env: str | None = None
+    spec: ModelSpec,
+    *,
+    device: str | None = None,
+    model: str | None = None,
+    api_key_env: str | None = None,
+    backend: Backend = "auto",
 ) -> Embedder:
-    """An embedder from an instance, a shipped name, a sentence-transformers directory or a server URL."""
+    """An embedder from an instance, a shipped name, a sentence-transformers directory or a server URL; a
+    local one runs on `backend` ("auto" = "torch", or "vllm")."""
     if spec is None:
         spec = DEFAULTS["embedder"]
     if isinstance(spec, Embedder):
@@ -149,6 +192,7 @@ def build_embedder(
         from ascend_eval.models.embedder.openai import OpenAIEmbedder
 
         return OpenAIEmbedder(_endpoint(spec, model, api_key_env))
+    vllm = _use_vllm(backend, "embedder")
     from ascend_eval.models.embedder.sentence_transformers import (
         TorchEmbedder,
         TorchEmbedderConfig,
@@ -156,14 +200,25 @@ def build_embedder(
     )
 
     path = check_model_dir(_local_path(spec, "embedder"), what="embedder")
+    if vllm:
+        from ascend_eval.models.embedder.vllm import VllmEmbedder, VllmEmbedderConfig
+
+        vllm_config = VllmEmbedderConfig(model=str(path), device=device)
+        return Deferred(local_model_id(path), "embedder", lambda: VllmEmbedder(vllm_config))  # type: ignore[return-value]
     config = TorchEmbedderConfig(model=str(path), device=device)
     return Deferred(local_model_id(path), "embedder", lambda: TorchEmbedder(config))  # type: ignore[return-value]
 
 
 def build_reranker(
-    spec: ModelSpec, *, device: str | None = None, model: str | None = None, api_key_env: str | None = None
+    spec: ModelSpec,
+    *,
+    device: str | None = None,
+    model: str | None = None,
+    api_key_env: str | None = None,
+    backend: Backend = "auto",
 ) -> Reranker:
-    """A cross-encoder from an instance, a local directory or a NIM-style `/v1/ranking` URL.
+    """A cross-encoder from an instance, a local directory or a NIM-style `/v1/ranking` URL; a local one
+    runs on `backend` ("auto" = "torch", or "vllm").
 
     No cross-encoder ships offline, so there is no default: metrics that need one ask for it.
     """
@@ -179,9 +234,15 @@ def build_reranker(
         from ascend_eval.models.reranker.openai import OpenAIReranker
 
         return OpenAIReranker(_endpoint(spec, model, api_key_env))
+    vllm = _use_vllm(backend, "reranker")
     from ascend_eval.models.embedder.sentence_transformers import check_model_dir
     from ascend_eval.models.reranker.cross_encoder import TorchReranker, TorchRerankerConfig
 
     path = check_model_dir(_local_path(spec, "reranker"), what="cross_encoder")
+    if vllm:
+        from ascend_eval.models.reranker.vllm import VllmReranker, VllmRerankerConfig
+
+        vllm_config = VllmRerankerConfig(model=str(path), device=device)
+        return Deferred(local_model_id(path), "reranker", lambda: VllmReranker(vllm_config))  # type: ignore[return-value]
     config = TorchRerankerConfig(model=str(path), device=device)
     return Deferred(local_model_id(path), "reranker", lambda: TorchReranker(config))  # type: ignore[return-value]

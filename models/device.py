@@ -80,6 +80,34 @@ class DeviceInfo:
     def inference_mode(self) -> AbstractContextManager[Any]:
         return _torch().inference_mode()
 
+    def engine_visible_env(self, count: int = 1) -> dict[str, str]:
+        """The visible-devices setting that shows an engine which picks its own devices (vLLM, or vLLM with
+        the vllm-ascend plugin) this device and the `count - 1` after it, as its devices 0 to count - 1.
+
+        Such an engine always starts at its first visible device, so our index has to reach it through
+        ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES. Indices count within the current setting, as
+        everywhere here. {} on the CPU.
+
+        >>> DeviceInfo("npu", 1, "4,5").engine_visible_env()
+        {'ASCEND_RT_VISIBLE_DEVICES': '5'}
+        >>> DeviceInfo("cuda", 0, None).engine_visible_env(2)
+        {'CUDA_VISIBLE_DEVICES': '0,1'}
+        >>> DeviceInfo("cpu").engine_visible_env()
+        {}
+        """
+        if self.type == "cpu":
+            return {}
+        start = self.index or 0
+        ids = [s.strip() for s in self.visible.split(",")] if self.visible else None
+        wanted = range(start, start + count)
+        chosen = ids[start : start + count] if ids is not None else [str(i) for i in wanted]
+        if len(chosen) < count:
+            raise ConfigError(
+                f"{count} {self.type} device(s) from index {start} are wanted but only {len(ids or [])} are "
+                f"visible ({_VISIBLE_ENV[self.type]}={self.visible!r}). Use a lower index or fewer devices."
+            )
+        return {_VISIBLE_ENV[self.type]: ",".join(chosen)}
+
     def describe(self) -> str:
         extra = f" ({_VISIBLE_ENV[self.type]}={self.visible})" if self.visible is not None else ""
         return f"{self.torch_device}{extra}"

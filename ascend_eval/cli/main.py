@@ -64,6 +64,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         judge=judge,
         embedder=embedder,
         cross_encoder=cross_encoder,
+        judge_backend=args.judge_backend,
+        embedder_backend=args.embedder_backend,
+        cross_encoder_backend=args.cross_encoder_backend,
         device=args.device,
         cache_dir=False if args.no_cache else args.cache_dir,
         language=args.language,
@@ -137,6 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--embedder-model", help="model name to send to an embedding server")
     ev.add_argument("--cross-encoder", help="CrossEncoder directory or /v1/ranking server URL")
     ev.add_argument("--cross-encoder-model", help="model name to send to a ranking server")
+    for role in ("judge", "embedder", "cross-encoder"):
+        ev.add_argument(
+            f"--{role}-backend",
+            default="auto",
+            choices=["auto", "torch", "vllm"],
+            help=f"runtime for a local {role}: torch (auto) or vllm (vLLM, vllm-ascend on NPUs)",
+        )
     ev.add_argument("--api-key-env", help="environment variable holding the servers' API key")
     ev.add_argument("--device", help="auto, cpu, cuda[:N] or npu[:N]")
     ev.add_argument("--language", default="auto", choices=["auto", "en", "zh"])
@@ -176,6 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # progress bar and round stats, without the model libraries' loading bars and notices.
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )

