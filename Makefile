@@ -43,12 +43,22 @@ install-vllm: $(VLLM_STAMP)
 evaluate: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/ascend-eval evaluate bilingual-example --out $(OUT)
 
-test: $(STAMP)
+test: $(STAMP) $(VLLM_STAMP)
 	$(BIN)/python -m ruff check .
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest --doctest-modules ascend_eval models kernels tests
+	# The vLLM backends for real, in vLLM's own venv (they skip in the one above); in-process engines start fast.
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_VENV)/bin/python -m pytest tests/models/vllm
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) out .pytest_cache .ruff_cache
+
+# ascend-eval vs RAGAS 0.4.3 on the same judge, plus our ablations (docs/benchmarks.md). The server and
+# VllmJudge rows need vLLM's venv (make install-vllm); without it they are reported as skipped.
+# e.g. make bench BENCH_ARGS="--samples 50 --runs peers"
+BENCH_ARGS ?= --samples 10
+.PHONY: bench
+bench: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m benchmarks.harness $(BENCH_ARGS)

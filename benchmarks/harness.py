@@ -1,0 +1,660 @@
+"""The benchmark harness: ascend-eval against RAGAS 0.4.3 on the same judge, plus our own ablations.
+
+One command runs every row in one process tree: it builds (or loads) the dataset, starts the judge server
+from vLLM's own virtual environment when a server row is asked for, runs each row in a fresh worker
+process (so that peak memory and load state are per row), stops the server (always), and writes
+`bench.json` and `bench.md` to `--out`, printing the table.
+
+Rows are named `SIDE:BACKEND[:OPTION=VALUE,...]`:
+
+* `ragas:server`, `ours:server`: both tools through the same local OpenAI-compatible server (vLLM).
+* `ragas:torch`: RAGAS with LangChain's HuggingFacePipeline in-process; `ours:torch`: our TorchJudge.
+* `ours:vllm`: our VllmJudge in-process (run with the server's Python, where vLLM is installed).
+* options for `ours`: `chunk=N` (requests per backend call; 1 = one at a time), `dedupe=0|1`,
+  `mode=classify|generate` (judge_mode), `batch=N` (TorchJudge rows per forward pass; OpenAIJudge requests
+  in flight), `replay=0|1` (also time the backend alone on the recorded trace).
+
+    python -m benchmarks.harness                                    # every row, 10 samples, default judge
+    python -m benchmarks.harness --samples 50 --runs peers          # RAGAS vs us only
+    python -m benchmarks.harness --judge /models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --samples 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+PEERS = ["ragas:server", "ours:server", "ragas:torch", "ours:torch", "ours:vllm"]
+ABLATIONS = [
+    "ours:torch:chunk=1,dedupe=0",
+    "ours:torch:dedupe=0",
+    "ours:torch:mode=generate",
+    "ours:torch:batch=4",
+    "ours:torch:batch=16",
+    "ours:server:chunk=1,dedupe=0",
+]
+PRESETS = {"all": PEERS + ABLATIONS, "peers": PEERS, "ablations": ["ours:torch", *ABLATIONS]}
+SERVED_NAME = "judge"
+SKIPPED_EXIT = 3
+COUNTS_NOTE = (
+    "server rows: requests and tokens from the server's /metrics counters read before and after the run "
+    "(both tools alike; a classify request decodes one token there); where a server has no /metrics, from "
+    "each response's usage. In-process rows: ours from the backend's results (a classify request is one "
+    "forward pass, no generated token), RAGAS's by counting around the model's generate(). Peak RSS: the "
+    "worker process tree plus, for server rows, the server's, sampled every 0.25 s. End-to-end / "
+    "backend-only: the run's wall time over the time the backend needs for the same requests, replayed "
+    "from the trace in the engine's batches."
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One row of the benchmark."""
+
+    side: str
+    backend: str
+    options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        base = f"{self.side}:{self.backend}"
+        return base + (":" + ",".join(f"{k}={v}" for k, v in self.options.items()) if self.options else "")
+
+    @property
+    def chunk(self) -> int:
+        return int(self.options.get("chunk", 1024))
+
+    @property
+    def dedupe(self) -> bool:
+        return self.options.get("dedupe", "1") == "1"
+
+    @property
+    def mode(self) -> str:
+        return self.options.get("mode", "classify")
+
+    @property
+    def batch(self) -> int | None:
+        return int(self.options["batch"]) if "batch" in self.options else None
+
+    @property
+    def replay(self) -> bool:
+        return self.options.get("replay", "0" if self.options else "1") == "1"
+
+    def what(self) -> str:
+        base = {
+            "ragas:server": "RAGAS, ChatOpenAI -> vLLM server",
+            "ours:server": "ours, OpenAIJudge -> vLLM server",
+            "ragas:torch": "RAGAS, HuggingFacePipeline in-process",
+            "ours:torch": "ours, TorchJudge in-process",
+            "ours:vllm": "ours, VllmJudge in-process",
+        }[f"{self.side}:{self.backend}"]
+        notes = []
+        if self.chunk == 1 and not self.dedupe:
+            notes.append("one request at a time")
+        else:
+            notes += [f"chunk {self.chunk}"] if "chunk" in self.options else []
+            notes += ["dedupe off"] if not self.dedupe else []
+        notes += [f"judge_mode={self.mode}"] if "mode" in self.options else []
+        if self.batch is not None:
+            notes.append(f"batch {self.batch}" if self.backend != "server" else f"{self.batch} in flight")
+        return base + (f" ({', '.join(notes)})" if notes else "")
+
+
+OPTIONS = {"chunk", "dedupe", "mode", "batch", "replay"}
+
+
+def parse_run(text: str) -> Run:
+    """`SIDE:BACKEND[:k=v,...]` -> Run, with a clear error for anything else.
+
+    >>> parse_run("ours:torch:chunk=1,dedupe=0").what()
+    'ours, TorchJudge in-process (one request at a time)'
+    """
+    parts = text.split(":", 2)
+    if len(parts) < 2 or f"{parts[0]}:{parts[1]}" not in (*PEERS,):
+        raise ValueError(
+            f"--runs {text!r}: a row starts with one of {PEERS} (or use a preset {list(PRESETS)})."
+        )
+    options: dict[str, str] = {}
+    if len(parts) == 3:
+        if parts[0] != "ours":
+            raise ValueError(f"--runs {text!r}: options apply to ours:* rows only; RAGAS runs as documented.")
+        for item in parts[2].split(","):
+            key, _, value = item.partition("=")
+            if key not in OPTIONS or not value:
+                raise ValueError(f"--runs {text!r}: option {item!r}; valid: {sorted(OPTIONS)} as key=value.")
+            options[key] = value
+    return Run(parts[0], parts[1], options)
+
+
+def expand_runs(items: list[str]) -> list[Run]:
+    names: list[str] = []
+    for item in items:
+        for name in PRESETS.get(item, [item]):
+            if name not in names:
+                names.append(name)
+    return [parse_run(n) for n in names]
+
+
+# --------------------------------------------------------------------------------------------------------
+# The worker: one row, in its own process.
+# --------------------------------------------------------------------------------------------------------
+
+
+def _ours_judge(run: Run, cfg: dict[str, Any]) -> Any:
+    if run.backend == "torch":
+        from ascend_eval.models.judge.torch import TorchJudge, TorchJudgeConfig
+
+        return TorchJudge(
+            TorchJudgeConfig(
+                model=cfg["judge_dir"],
+                device="cpu",
+                max_batch_size=run.batch or 64,
+                max_model_len=cfg["max_model_len"],
+            )
+        )
+    if run.backend == "server":
+        from ascend_eval.models.http import EndpointConfig
+        from ascend_eval.models.judge.openai import OpenAIJudge
+
+        config = EndpointConfig(
+            url=cfg["server_url"],
+            model=cfg["server_model"],
+            request_timeout=cfg["timeout"],
+            parallelism=run.batch or cfg["parallelism"],
+        )
+        return OpenAIJudge(config)
+    return _vllm_judge(cfg)
+
+
+def _vllm_judge(cfg: dict[str, Any]) -> Any:
+    import dataclasses
+
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    try:
+        from ascend_eval.models.judge import vllm as module
+    except ImportError as e:
+        raise SkipRow(f"ascend_eval.models.judge.vllm does not import here: {e}") from e
+    config_class = getattr(module, "VllmJudgeConfig", None)
+    if config_class is None or not dataclasses.is_dataclass(config_class):
+        raise SkipRow("ascend_eval.models.judge.vllm has no VllmJudgeConfig dataclass to build a judge from")
+    wanted = {
+        "model": cfg["judge_dir"],
+        "max_model_len": cfg["max_model_len"],
+        "dtype": "float32",
+        "device": "cpu",
+        "kv_cache_memory_bytes": 2**30,  # the server row's VLLM_CPU_KVCACHE_SPACE=1
+    }
+    fields = {f.name for f in dataclasses.fields(config_class)}
+    return module.VllmJudge(config_class(**{k: v for k, v in wanted.items() if k in fields}))
+
+
+class SkipRow(Exception):
+    """The row cannot run in this environment; the reason goes into the report."""
+
+
+def _server_counts(cfg: dict[str, Any]) -> dict[str, float] | None:
+    """The server's counters before or after a timed phase (whose prefix cache starts empty)."""
+    from benchmarks.server import read_counters, reset_prefix_cache
+
+    if not cfg.get("server_url"):
+        return None
+    counters = read_counters(cfg["server_url"])
+    reset_prefix_cache(cfg["server_url"])
+    return counters
+
+
+def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[str, Any]:
+    from ascend_eval.models.embedder.sentence_transformers import TorchEmbedder, TorchEmbedderConfig
+    from benchmarks.ours_side import replay, run_ours, warm_up
+    from benchmarks.server import counter_delta, reset_prefix_cache
+
+    started = time.perf_counter()
+    judge = _ours_judge(run, cfg)
+    embedder = TorchEmbedder(TorchEmbedderConfig(model=cfg["embedder_dir"], device="cpu"))
+    warm_up(judge, embedder)
+    load = time.perf_counter() - started
+    # The trace (every request's full prompt) is written only where it is replayed.
+    trace = Path(cfg["out"]) / f"trace-{_slug(run.name)}.jsonl" if run.replay else None
+    before = _server_counts(cfg) if run.backend == "server" else None
+    out = run_ours(
+        data,
+        cfg["metrics"],
+        judge,
+        embedder,
+        max_tokens=cfg["max_tokens"],
+        trace_path=trace,
+        chunk_size=run.chunk,
+        dedupe=run.dedupe,
+        judge_mode=run.mode,
+    )
+    delta = counter_delta(before, _server_counts(cfg)) if run.backend == "server" else None
+    out["count_source"] = "backend results"
+    if delta is not None:
+        out.update(
+            judge_requests=delta["requests"],
+            prompt_tokens=delta["prompt_tokens"],
+            completion_tokens=delta["completion_tokens"],
+            count_source="server /metrics",
+        )
+    elif run.backend == "server":
+        out["count_source"] = "response usage"
+    if trace is not None:
+        if run.backend == "server":
+            reset_prefix_cache(cfg["server_url"])  # the replay starts with an empty prefix cache too
+        replayed = replay(trace, judge, embedder)
+        out["replay_seconds"] = replayed["seconds"]
+        out["replay_calls"] = replayed["calls"]
+        out["trace"] = str(trace)
+    out["load_seconds"] = load
+    close = getattr(judge, "close", None)
+    if close is not None:
+        close()
+    return out
+
+
+def worker_ragas(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[str, Any]:
+    from benchmarks import ragas_side
+    from benchmarks.server import counter_delta
+
+    started = time.perf_counter()
+    emb = ragas_side.embeddings(cfg["embedder_dir"])
+    counts: Any
+    if run.backend == "server":
+        counts = ragas_side.ClientCounts()
+        llm = ragas_side.server_llm(cfg["server_url"], cfg["server_model"], cfg["max_tokens"], counts)
+        llm.langchain_llm.invoke("Say OK.")
+    else:
+        counts = ragas_side.PipelineCounts()
+        llm, pipe = ragas_side.pipeline_llm(cfg["judge_dir"], cfg["max_tokens"], counts)
+        pipe("Say OK.", max_new_tokens=4)
+    emb.embed_query("warm-up")
+    counts.requests = counts.prompt_tokens = counts.completion_tokens = 0
+    load = time.perf_counter() - started
+    before = _server_counts(cfg) if run.backend == "server" else None
+    out = ragas_side.run_ragas(data, cfg["metrics"], llm, emb, timeout=cfg["timeout"])
+    delta = counter_delta(before, _server_counts(cfg)) if run.backend == "server" else None
+    if delta is not None:
+        out.update(
+            judge_requests=delta["requests"],
+            prompt_tokens=delta["prompt_tokens"],
+            completion_tokens=delta["completion_tokens"],
+            count_source="server /metrics",
+        )
+    else:
+        out.update(
+            judge_requests=counts.requests,
+            prompt_tokens=counts.prompt_tokens,
+            completion_tokens=counts.completion_tokens,
+            count_source="response usage" if run.backend == "server" else "around model.generate",
+        )
+    out["load_seconds"] = load
+    return out
+
+
+def worker(config_path: Path) -> int:
+    cfg = json.loads(config_path.read_text())
+    run = parse_run(cfg["run"])
+    data = json.loads(Path(cfg["data"]).read_text())
+    result_path = Path(cfg["result"])
+    try:
+        out = worker_ragas(run, cfg, data) if run.side == "ragas" else worker_ours(run, cfg, data)
+    except SkipRow as e:
+        result_path.write_text(json.dumps({"status": "skipped", "reason": str(e)}))
+        return SKIPPED_EXIT
+    out["status"] = "ok"
+    out["worker_peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result_path.write_text(json.dumps(out, ensure_ascii=False))
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------------
+# The parent: data, server, one worker per row, memory, report.
+# --------------------------------------------------------------------------------------------------------
+
+
+class PeakMemory:
+    """Samples the summed RSS of some process trees every 0.25 s; `peak` in MiB."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        import psutil
+
+        while not self._stop.is_set():
+            total = 0
+            for pid in self.pids:
+                try:
+                    root = psutil.Process(pid)
+                    for p in [root, *root.children(recursive=True)]:
+                        total += p.memory_info().rss
+                except psutil.Error:
+                    continue
+            self.peak = max(self.peak, total / 2**20)
+            self._stop.wait(0.25)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name).strip("-")
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import psutil
+
+    text = f"{cpu}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM"
+    if shutil.which("nvidia-smi"):
+        gpu = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        text += f", GPU {gpu or 'none visible'}"
+    return text
+
+
+def resolve_model(spec: str, role: str) -> Path:
+    """A shipped model name, a local HF directory or (judge) a GGUF file -> a local HF directory."""
+    from ascend_eval.models.errors import ConfigError
+    from ascend_eval.models.registry import SHIPPED
+
+    if spec in SHIPPED:
+        return SHIPPED[spec].resolve()
+    path = Path(spec).expanduser()
+    if role == "judge" and path.suffix.lower() == ".gguf" and path.is_file():
+        from ascend_eval.models.judge.gguf import checkpoint_from_gguf
+
+        return checkpoint_from_gguf(path)
+    if (path / "config.json").is_file():
+        return path
+    raise ConfigError(
+        f"--{role} {spec!r}: not a shipped model name, a model directory with config.json"
+        + (" or a .gguf file" if role == "judge" else "")
+        + "."
+    )
+
+
+def model_length(model_dir: Path, wanted: int) -> int:
+    """`wanted`, or the model's own context length where that is shorter (both tools get the same)."""
+    config = json.loads((model_dir / "config.json").read_text())
+    return min(wanted, int(config.get("max_position_embeddings") or wanted))
+
+
+def load_data(args: argparse.Namespace, out: Path) -> tuple[Path, str]:
+    from benchmarks.datagen import generate
+
+    if args.data:
+        from ascend_eval.examples import builtin_dataset
+
+        source = builtin_dataset(args.data) or Path(args.data)
+        data = json.loads(Path(source).read_text())
+        data = {k: v[: args.samples] for k, v in data.items()}
+        label = f"{args.data}, first {len(data['question'])}"
+    else:
+        data = generate(args.samples, seed=args.seed)
+        label = f"benchmarks.datagen seed {args.seed}, en+zh, K=3/5"
+    path = out / "data.json"
+    path.write_text(json.dumps(data, ensure_ascii=False))
+    return path, label
+
+
+def run_worker(
+    run: Run, cfg: dict[str, Any], python: str, extra_pids: list[int], out: Path
+) -> dict[str, Any]:
+    slug = _slug(run.name)
+    config_path, result_path = out / f"config-{slug}.json", out / f"result-{slug}.json"
+    result_path.unlink(missing_ok=True)
+    config_path.write_text(json.dumps({**cfg, "run": run.name, "result": str(result_path)}))
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "RAGAS_DO_NOT_TRACK": "true",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONPATH": str(REPO),
+    }
+    log_path = out / f"log-{slug}.txt"
+    print(f"[bench] {run.name}: running", flush=True)
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [python, "-m", "benchmarks.harness", "--worker", str(config_path)],
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        with PeakMemory([process.pid, *extra_pids]) as memory:
+            try:
+                code = process.wait()
+            except BaseException:  # interrupted: the worker goes too, then the server (in main)
+                process.kill()
+                process.wait()
+                raise
+    base = {
+        "name": run.name,
+        "side": run.side,
+        "backend": run.backend,
+        "what": run.what(),
+        "log": str(log_path),
+    }
+    if result_path.is_file():
+        result = json.loads(result_path.read_text())
+        result.update(base, peak_rss_mib=memory.peak)
+        print(f"[bench] {run.name}: {result['status']}", flush=True)
+        return result
+    tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+    print(f"[bench] {run.name}: failed (exit {code}): {tail[0]}", flush=True)
+    return {**base, "status": "failed", "reason": f"exit {code}: {tail[0][:300]}"}
+
+
+def skip_reason(run: Run, args: argparse.Namespace, server_python: str | None) -> str | None:
+    if run.backend == "server" and not args.server_url and server_python is None:
+        return (
+            f"no server: {args.server_python} does not exist (make install-vllm), and no --server-url given"
+        )
+    if run.backend == "vllm":
+        if server_python is None:
+            return f"vLLM is not installed here: {args.server_python} does not exist (make install-vllm)"
+        if not (REPO / "models" / "judge" / "vllm.py").is_file():
+            return "models/judge/vllm.py (VllmJudge) does not exist in this checkout"
+    return None
+
+
+def _run_row(
+    run: Run, cfg: dict[str, Any], args: argparse.Namespace, server_python: str | None, server: Any
+) -> dict[str, Any]:
+    """One row's result: skipped with the reason, or run in a worker."""
+    reason = skip_reason(run, args, server_python)
+    if reason is not None:
+        print(f"[bench] {run.name}: skipped: {reason}", flush=True)
+        return {
+            "name": run.name,
+            "side": run.side,
+            "backend": run.backend,
+            "what": run.what(),
+            "status": "skipped",
+            "reason": reason,
+        }
+    python = server_python if run.backend == "vllm" and server_python else sys.executable
+    extra = [server.process.pid] if server is not None and server.process and run.backend == "server" else []
+    return run_worker(run, cfg, python, extra, args.out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.harness",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--samples", type=int, default=10, help="dataset size (default 10)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--data",
+        default=None,
+        help="a built-in dataset name or columnar JSON file instead of "
+        "generated data (its first --samples rows)",
+    )
+    parser.add_argument("--metrics", nargs="+", default=None, help="default: all twelve")
+    parser.add_argument(
+        "--runs", nargs="+", default=["all"], help=f"rows or presets {list(PRESETS)} (default all)"
+    )
+    parser.add_argument(
+        "--judge", default="smollm2-135m-instruct", help="shipped name, HF directory or .gguf"
+    )
+    parser.add_argument(
+        "--embedder", default="all-minilm-l6-v2", help="shipped name or sentence-transformers dir"
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, default=256, help="generation cap, both tools (default 256)"
+    )
+    parser.add_argument("--max-model-len", type=int, default=4096)
+    parser.add_argument(
+        "--parallelism",
+        type=int,
+        default=16,
+        help="OpenAIJudge requests in flight (default 16 = RAGAS's max_workers)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=3600.0,
+        help="RAGAS's per-job timeout and our per-request timeout, seconds",
+    )
+    parser.add_argument(
+        "--server-python",
+        default=str(REPO / ".venv-vllm" / "bin" / "python"),
+        help="the Python of vLLM's venv: starts the server and runs ours:vllm",
+    )
+    parser.add_argument("--server-url", default=None, help="use this running server instead of starting one")
+    parser.add_argument("--server-model", default=SERVED_NAME, help="model name at --server-url")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
+    parser.add_argument("--worker", type=Path, default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.worker is not None:
+        return worker(args.worker)
+    from ascend_eval.metrics import metric_names
+
+    runs = expand_runs(args.runs)  # bad input fails here, before any model loads
+    metrics = args.metrics or metric_names()
+    unknown = sorted(set(metrics) - set(metric_names()))
+    if unknown:
+        raise SystemExit(f"--metrics: unknown {unknown}; valid: {metric_names()}")
+    if not 1 <= args.samples <= 10_000:
+        raise SystemExit("--samples: between 1 and 10,000")
+    args.out.mkdir(parents=True, exist_ok=True)
+    # SIGTERM unwinds like Ctrl-C, so that the worker and the judge server are always stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    judge_dir = resolve_model(args.judge, "judge")
+    embedder_dir = resolve_model(args.embedder, "embedder")
+    data_path, data_label = load_data(args, args.out)
+    n = len(json.loads(data_path.read_text())["question"])
+    max_model_len = model_length(judge_dir, args.max_model_len)
+    server_python = args.server_python if Path(args.server_python).is_file() else None
+    cfg = {
+        "data": str(data_path),
+        "metrics": metrics,
+        "judge_dir": str(judge_dir),
+        "embedder_dir": str(embedder_dir),
+        "max_tokens": args.max_tokens,
+        "max_model_len": max_model_len,
+        "parallelism": args.parallelism,
+        "timeout": args.timeout,
+        "out": str(args.out),
+        "server_url": args.server_url,
+        "server_model": args.server_model,
+    }
+    results: list[dict[str, Any]] = [{} for _ in runs]
+    server = None
+    need_server = any(r.backend == "server" for r in runs) and not args.server_url and server_python
+    try:
+        if need_server:
+            from benchmarks.server import JudgeServer
+
+            server = JudgeServer(
+                server_python,
+                str(judge_dir),
+                SERVED_NAME,
+                max_model_len=max_model_len,
+                log=args.out / "log-server.txt",
+                ready_timeout=args.timeout,
+            )
+            print(f"[bench] starting the judge server ({server_python})", flush=True)
+            server.start()
+            print(f"[bench] server ready in {server.ready_seconds:.0f}s at {server.url}", flush=True)
+            cfg.update(server_url=server.url, server_model=SERVED_NAME)
+        # Server rows first, so that the server is stopped (and its memory freed) before in-process rows.
+        order = sorted(range(len(runs)), key=lambda i: runs[i].backend != "server")
+        for position, i in enumerate(order):
+            results[i] = _run_row(runs[i], cfg, args, server_python, server)
+            if server is not None and all(runs[j].backend != "server" for j in order[position + 1 :]):
+                server.stop()
+    finally:
+        if server is not None:
+            server.stop()
+    from benchmarks.ragas_side import __doc__ as ragas_doc
+    from benchmarks.report import derive, markdown
+
+    derive(results, n)
+    report = {
+        "benchmark": "ascend-eval vs RAGAS 0.4.3",
+        "samples": n,
+        "data": data_label,
+        "metrics": metrics,
+        "judge": str(args.judge),
+        "judge_dir": str(judge_dir),
+        "embedder": str(args.embedder),
+        "max_tokens": args.max_tokens,
+        "machine": machine(),
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "command": " ".join(["python -m benchmarks.harness", *(argv if argv is not None else sys.argv[1:])]),
+        "counts_note": COUNTS_NOTE,
+        "ragas_setup": " ".join((ragas_doc or "").split("\n\n")[1].split()),
+        "server_ready_seconds": server.ready_seconds if server is not None else None,
+        "runs": results,
+    }
+    (args.out / "bench.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
+    table = markdown(report)
+    (args.out / "bench.md").write_text(table + "\n")
+    print(table)
+    return 0 if all(r["status"] != "failed" for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

