@@ -1,11 +1,15 @@
-"""Validation shared by the runtimes' config dataclasses (called from their `__post_init__`)."""
+"""Validation shared by the runtimes: their config dataclasses (called from `__post_init__`) and the
+arguments of `embed` and `score`, so every backend refuses bad input with the same message."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.errors import ConfigError, DataError
+
+EMBED_KINDS = ("query", "document")
 
 
 def positive_int(name: str, value: Any, *, optional: bool = False) -> None:
@@ -36,3 +40,39 @@ def device_spec(value: Any) -> None:
     """Raise ConfigError unless `value` is None or a string (the device seam parses it)."""
     if value is not None and not isinstance(value, str):
         raise ConfigError(f"device must be a string such as 'cpu' or 'npu:0', or None; got {value!r}.")
+
+
+def embed_texts(texts: Sequence[str], kind: str) -> list[str]:
+    """The texts of an `embed` call as a list; ConfigError for a bad kind, DataError for bad texts.
+
+    >>> embed_texts(("a", "b"), "query")
+    ['a', 'b']
+    >>> embed_texts(["a", 1], "query")
+    Traceback (most recent call last):
+    ...
+    ascend_eval.models.errors.DataError: Text 1 to embed is int (1), not str.
+    """
+    if kind not in EMBED_KINDS:
+        raise ConfigError(f"kind={kind!r}; valid: 'query', 'document'.")
+    if isinstance(texts, str):
+        raise DataError(
+            f"embed() takes a sequence of texts, got one string ({texts[:40]!r}). Wrap it: [text]."
+        )
+    items = list(texts)
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise DataError(f"Text {i} to embed is {type(text).__name__} ({text!r:.60}), not str.")
+    return items
+
+
+def score_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (query, passage) pairs of a `score` call as a list; DataError unless each is two strings.
+
+    >>> score_pairs([("q", "p")])
+    [('q', 'p')]
+    """
+    items = list(pairs)
+    for i, pair in enumerate(items):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not all(isinstance(t, str) for t in pair):
+            raise DataError(f"Reranker pair {i} must be (query: str, passage: str), got {pair!r:.80}.")
+    return items

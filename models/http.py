@@ -435,8 +435,9 @@ def _retry_after_seconds(value: str | None, cap: float) -> float | None:
     return min(max(seconds, 0.0), cap)
 
 
-def discover_model(url: str, *, api_key_env: str | None = None, api_key_file: str | None = None,
-                   timeout: float = 10.0) -> str:
+def discover_model(
+    url: str, *, api_key_env: str | None = None, api_key_file: str | None = None, timeout: float = 10.0
+) -> str:
     """The first model a server lists at `GET /v1/models`, for a URL given without a model name.
 
     vLLM, NIM and MindIE serve one model per server, so its name is the one to use.

@@ -183,3 +183,18 @@ def stop_engine(llm: Any, device: DeviceInfo) -> None:
     del llm
     gc.collect()
     device.empty_cache()
+
+
+def load_tokenizer(path: Path, trust_remote_code: bool) -> Any:
+    """The model directory's own Hugging Face tokenizer. Our backends tokenise and hand vLLM token ids, so
+    the tokens are exactly those the torch backends use."""
+    try:
+        import transformers
+    except ImportError as e:  # vLLM depends on transformers, so this means a broken install
+        raise MissingDependencyError(f"transformers is missing ({e}); reinstall vLLM.") from e
+    try:
+        return transformers.AutoTokenizer.from_pretrained(
+            path, local_files_only=True, trust_remote_code=trust_remote_code
+        )
+    except (OSError, ValueError) as e:
+        raise BackendError(f"Could not load the tokenizer of '{path}': {e}") from e

@@ -18,14 +18,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ascend_eval.models.base import EmbedKind
-from ascend_eval.models.checks import device_spec, model_path, positive_int
+from ascend_eval.models.checks import device_spec, embed_texts, model_path, positive_int
 from ascend_eval.models.device import resolve_device
-from ascend_eval.models.errors import BackendError, ConfigError, DataError, MissingDependencyError
+from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
 from ascend_eval.models.paths import local_model_id
 
 logger = logging.getLogger(__name__)
 
-_KINDS = ("query", "document")
 _DOCUMENT_PROMPT_NAMES = ("document", "passage")
 
 
@@ -203,16 +202,7 @@ class TorchEmbedder:
             ConfigError: `kind` is not "query" or "document".
             DataError: `texts` is a single string or holds a non-string.
         """
-        if kind not in _KINDS:
-            raise ConfigError(f"kind={kind!r}; valid: 'query', 'document'.")
-        if isinstance(texts, str):
-            raise DataError(
-                f"embed() takes a sequence of texts, got one string ({texts[:40]!r}). Wrap it: [text]."
-            )
-        texts = list(texts)
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise DataError(f"Text {i} to embed is {type(text).__name__} ({text!r:.60}), not str.")
+        texts = embed_texts(texts, kind)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._model.encode(

@@ -19,17 +19,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ascend_eval.models.base import EmbedKind
-from ascend_eval.models.checks import positive_int
+from ascend_eval.models.checks import embed_texts, positive_int
 from ascend_eval.models.embedder.sentence_transformers import check_model_dir, model_prompts
-from ascend_eval.models.errors import BackendError, ConfigError, DataError
+from ascend_eval.models.errors import BackendError, ConfigError
 from ascend_eval.models.paths import local_model_id
-from ascend_eval.models.vllm_runtime import VllmEngineConfig, start_engine, stop_engine
+from ascend_eval.models.vllm_runtime import VllmEngineConfig, load_tokenizer, start_engine, stop_engine
 
 __all__ = ["VllmEmbedder", "VllmEmbedderConfig"]
 
 logger = logging.getLogger(__name__)
 
-_KINDS = ("query", "document")
 _DOCUMENT_PROMPT_NAMES = ("document", "passage")
 
 
@@ -107,7 +106,7 @@ class VllmEmbedder:
                 f"Use at most {limit}."
             )
         self.max_seq_length = wanted or limit
-        self.tokenizer = _load_tokenizer(path, config.trust_remote_code)
+        self.tokenizer = load_tokenizer(path, config.trust_remote_code)
         probe = self._embed_ids([self._encode([""])[0]])
         self.dim = int(probe.shape[1])
         logger.info(
@@ -146,16 +145,7 @@ class VllmEmbedder:
             DataError: `texts` is a single string or holds a non-string.
             BackendError: vLLM failed.
         """
-        if kind not in _KINDS:
-            raise ConfigError(f"kind={kind!r}; valid: 'query', 'document'.")
-        if isinstance(texts, str):
-            raise DataError(
-                f"embed() takes a sequence of texts, got one string ({texts[:40]!r}). Wrap it: [text]."
-            )
-        texts = list(texts)
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise DataError(f"Text {i} to embed is {type(text).__name__} ({text!r:.60}), not str.")
+        texts = embed_texts(texts, kind)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         prompt = self.prompts[kind]
@@ -166,15 +156,3 @@ class VllmEmbedder:
         llm = self.__dict__.pop("llm", None)
         if llm is not None:
             stop_engine(llm, self.device)
-
-
-def _load_tokenizer(path: Path, trust_remote_code: bool) -> Any:
-    """The directory's own tokenizer, which sentence-transformers also uses: the same tokens either way."""
-    import transformers
-
-    try:
-        return transformers.AutoTokenizer.from_pretrained(
-            path, local_files_only=True, trust_remote_code=trust_remote_code
-        )
-    except (OSError, ValueError) as e:
-        raise BackendError(f"Could not load the tokenizer of '{path}': {e}") from e

@@ -38,7 +38,13 @@ from ascend_eval.models.errors import BackendError, ConfigError, MissingDependen
 from ascend_eval.models.judge.chat import ChatRenderer
 from ascend_eval.models.judge.torch import TorchJudge
 from ascend_eval.models.paths import local_model_id
-from ascend_eval.models.vllm_runtime import VllmEngineConfig, import_vllm, start_engine, stop_engine
+from ascend_eval.models.vllm_runtime import (
+    VllmEngineConfig,
+    import_vllm,
+    load_tokenizer,
+    start_engine,
+    stop_engine,
+)
 
 __all__ = ["VllmJudge", "VllmJudgeConfig", "label_probs"]
 
@@ -130,7 +136,7 @@ class VllmJudge:
             path = checkpoint_from_gguf(path)
         self.checkpoint = path
         self.model_id = local_model_id(path)
-        self.tokenizer = _load_tokenizer(path, config.trust_remote_code)
+        self.tokenizer = load_tokenizer(path, config.trust_remote_code)
         self.chat = ChatRenderer(self.tokenizer)
         self._label_cache: dict[tuple[str, str], tuple[int, ...]] = {}
 
@@ -287,22 +293,6 @@ class VllmJudge:
         llm = self.__dict__.pop("llm", None)
         if llm is not None:
             stop_engine(llm, self.device)
-
-
-def _load_tokenizer(path: Path, trust_remote_code: bool) -> Any:
-    try:
-        import transformers
-    except ImportError as e:
-        raise MissingDependencyError(
-            f"VllmJudge renders prompts with transformers' tokenizer ({e}); vLLM depends on it, so "
-            "reinstall vLLM."
-        ) from e
-    try:
-        return transformers.AutoTokenizer.from_pretrained(
-            path, local_files_only=True, trust_remote_code=trust_remote_code
-        )
-    except (OSError, ValueError) as e:
-        raise BackendError(f"Could not load the tokenizer of the judge checkpoint '{path}': {e}") from e
 
 
 def _structured_output_factory() -> Callable[[str], dict[str, Any]]:

@@ -17,13 +17,13 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ascend_eval.models.checks import device_spec, model_path, positive_int
+from ascend_eval.models.checks import device_spec, model_path, positive_int, score_pairs
 from ascend_eval.models.device import resolve_device
 from ascend_eval.models.embedder.sentence_transformers import (
     check_model_dir,
     import_sentence_transformers,
 )
-from ascend_eval.models.errors import BackendError, ConfigError, DataError
+from ascend_eval.models.errors import BackendError, ConfigError
 from ascend_eval.models.paths import local_model_id
 
 logger = logging.getLogger(__name__)
@@ -144,14 +144,7 @@ class TorchReranker:
         Raises:
             DataError: a pair is not two strings.
         """
-        items = list(pairs)
-        for i, pair in enumerate(items):
-            if (
-                not isinstance(pair, (tuple, list))
-                or len(pair) != 2
-                or not all(isinstance(t, str) for t in pair)
-            ):
-                raise DataError(f"Reranker pair {i} must be (query: str, passage: str), got {pair!r:.80}.")
+        items = score_pairs(pairs)
         if not items:
             return np.zeros((0,), dtype=np.float32)
         scores = self._model.predict(

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ascend_eval.models.checks import score_pairs
 from ascend_eval.models.embedder.sentence_transformers import check_model_dir
-from ascend_eval.models.errors import BackendError, ConfigError, DataError
+from ascend_eval.models.errors import BackendError, ConfigError
 from ascend_eval.models.paths import local_model_id
 from ascend_eval.models.reranker.cross_encoder import Activation, is_cross_encoder
 from ascend_eval.models.vllm_runtime import VllmEngineConfig, import_vllm, start_engine, stop_engine
@@ -86,14 +87,7 @@ class VllmReranker:
             DataError: a pair is not two strings.
             BackendError: vLLM failed.
         """
-        items = list(pairs)
-        for i, pair in enumerate(items):
-            if (
-                not isinstance(pair, (tuple, list))
-                or len(pair) != 2
-                or not all(isinstance(t, str) for t in pair)
-            ):
-                raise DataError(f"Reranker pair {i} must be (query: str, passage: str), got {pair!r:.80}.")
+        items = score_pairs(pairs)
         if not items:
             return np.zeros((0,), dtype=np.float32)
         try:
