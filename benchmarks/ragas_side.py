@@ -3,9 +3,11 @@
 * Metrics: the twelve legacy metric classes (`ragas.metrics._*`) that `ragas.evaluate()` runs, with their
   default settings (answer_relevancy strictness 3, noise_sensitivity mode "relevant").
 * Server: `LangchainLLMWrapper(ChatOpenAI(model=NAME, base_url=URL/v1, api_key="EMPTY", temperature=0,
-  max_tokens=N), bypass_temperature=True)`, RAGAS's wrapper for a LangChain chat model pointed at a local
-  OpenAI-compatible server. `bypass_temperature=True` (a documented constructor argument) keeps the
-  temperature at 0 instead of RAGAS's 0.01/0.3/0.1, so both tools decode greedily.
+  max_tokens=N))`, RAGAS's wrapper for a LangChain chat model pointed at a local OpenAI-compatible server.
+  RAGAS then sets its own per-call temperatures (0.01 for one generation, 0.1 in the NV metrics, 0.3 for
+  answer_relevancy's three),
+  which match ours (greedy, and 0.3 for the three generated questions). `bypass_temperature=True` would
+  force 0 everywhere, and vLLM refuses `n=3` at temperature 0, so answer_relevancy would be NaN.
 * In-process: `LangchainLLMWrapper(HuggingFacePipeline(pipeline=transformers.pipeline("text-generation",
   model=DIR, max_new_tokens=N, do_sample=False, return_full_text=False)))`, LangChain's local transformers
   wrapper (`langchain_community.llms.HuggingFacePipeline`). `return_full_text=False` is needed: with the
@@ -113,7 +115,7 @@ def server_llm(url: str, model: str, max_tokens: int, counts: ClientCounts) -> A
         http_async_client=httpx.AsyncClient(event_hooks={"response": [on_response]}, timeout=None),
         http_client=httpx.Client(event_hooks={"response": [on_response_sync]}, timeout=None),
     )
-    return LangchainLLMWrapper(chat, bypass_temperature=True)
+    return LangchainLLMWrapper(chat)
 
 
 class PipelineCounts:
