@@ -6,7 +6,8 @@
   max_tokens=N))`, RAGAS's wrapper for a LangChain chat model pointed at a local OpenAI-compatible server.
   RAGAS then sets its own per-call temperatures (0.01 for one generation, 0.1 in the NV metrics, 0.3 for
   answer_relevancy's three), which match ours (greedy, and 0.3 for the three generated questions).
-  `bypass_temperature=True` would force 0 everywhere, and vLLM refuses `n=3` at temperature 0, so answer_relevancy would be NaN.
+  `bypass_temperature=True` would force 0 everywhere, and vLLM refuses `n=3` at temperature 0, so
+  answer_relevancy would be NaN.
 * In-process: `LangchainLLMWrapper(HuggingFacePipeline(pipeline=transformers.pipeline("text-generation",
   model=DIR, max_new_tokens=N, do_sample=False, return_full_text=False)))`, LangChain's local transformers
   wrapper (`langchain_community.llms.HuggingFacePipeline`). `return_full_text=False` is needed: with the
