@@ -186,19 +186,20 @@ def minilm_dir() -> Path:
 
 
 def save_tiny_bert(path: Path, model_class: Any, **config: Any) -> Path:
-    """A 2-layer BERT (hidden 32) of `model_class` with seeded random weights and MiniLM's tokenizer."""
+    """A 2-layer BERT (hidden 32 unless `config` says otherwise) of `model_class` with seeded random weights
+    and MiniLM's tokenizer."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     source = minilm_dir()
-    bert = transformers.BertConfig(
-        vocab_size=30522,  # MiniLM's WordPiece vocabulary
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        **config,
-    )
+    defaults: dict[str, Any] = {
+        "vocab_size": 30522,  # MiniLM's WordPiece vocabulary
+        "hidden_size": 32,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "max_position_embeddings": 128,
+    }
+    bert = transformers.BertConfig(**{**defaults, **config})
     torch.manual_seed(0)
     model_class(bert).save_pretrained(path)
     for name in BERT_TOKENIZER_FILES:

@@ -13,7 +13,7 @@ from ascend_eval.backends import build_embedder, build_reranker
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.paths import local_model_id
 from tests.models.vllm.conftest import ENGINE, needs_vllm
-from tests.tiny_models import BERT_TOKENIZER_FILES, minilm_dir
+from tests.tiny_models import minilm_dir, save_tiny_bert
 
 needs_vllm()
 
@@ -76,33 +76,20 @@ def test_build_embedder_selects_vllm(minilm: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory, minilm: Path) -> Path:
-    """A 2-layer BERT cross-encoder (one label) with seeded random weights and MiniLM's tokenizer.
-
-    Not `tiny_models.save_tiny_bert`: its heads are 16 wide, which vLLM's CPU attention does not support;
-    one head of 64 is.
-    """
-    import shutil
-
-    import torch
+def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny BERT cross-encoder (one label) with one attention head of width 64: vLLM's CPU attention does
+    not support the 16-wide heads of the default tiny BERT."""
     import transformers
 
-    config = transformers.BertConfig(
-        vocab_size=30522,  # MiniLM's WordPiece vocabulary
+    return save_tiny_bert(
+        tmp_path_factory.mktemp("tiny-cross-encoder"),
+        transformers.BertForSequenceClassification,
         hidden_size=64,
-        num_hidden_layers=2,
         num_attention_heads=1,
         intermediate_size=128,
-        max_position_embeddings=128,
         num_labels=1,
         initializer_range=0.5,  # wide random weights, so that the pairs' scores spread out
     )
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("tiny-cross-encoder")
-    transformers.BertForSequenceClassification(config).save_pretrained(path)
-    for name in BERT_TOKENIZER_FILES:
-        shutil.copy(minilm / name, path / name)
-    return path
 
 
 def test_cross_encoder_scores_match_sentence_transformers(cross_encoder_dir: Path) -> None:
