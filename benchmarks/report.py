@@ -63,7 +63,8 @@ def markdown(report: dict[str, Any]) -> str:
         (
             f"{report['samples']} samples ({report['data']}), {len(report['metrics'])} metrics, judge "
             f"`{report['judge']}`, embedder `{report['embedder']}`, max_tokens {report['max_tokens']}, "
-            f"temperature 0. Machine: {report['machine']}."
+            "each tool's own decoding (greedy or near-greedy; 0.3 for answer_relevancy's questions). "
+            f"Machine: {report['machine']}."
         ),
         "",
         (
