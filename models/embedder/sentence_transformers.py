@@ -81,6 +81,16 @@ def _max_positions(model: Any) -> int | None:
     return None
 
 
+def resolve_prompts(path: Path, query_prompt: str | None, document_prompt: str | None) -> dict[str, str]:
+    """The prompt prepended per kind: the configured one, else the one the model directory saved, else ""."""
+    saved = model_prompts(path)
+    document_saved = next((saved[k] for k in _DOCUMENT_PROMPT_NAMES if saved.get(k)), "")
+    return {
+        "query": query_prompt if query_prompt is not None else saved.get("query", ""),
+        "document": document_prompt if document_prompt is not None else document_saved,
+    }
+
+
 @dataclass(frozen=True)
 class TorchEmbedderConfig:
     """How to load and run a `TorchEmbedder`."""
@@ -138,12 +148,7 @@ class TorchEmbedder:
         path = check_model_dir(config.model, what="TorchEmbedder")
         self.device = resolve_device(config.device)
         self.model_id = local_model_id(path)
-        saved = model_prompts(path)
-        document_saved = next((saved[k] for k in _DOCUMENT_PROMPT_NAMES if saved.get(k)), "")
-        self.prompts: dict[str, str] = {
-            "query": config.query_prompt if config.query_prompt is not None else saved.get("query", ""),
-            "document": config.document_prompt if config.document_prompt is not None else document_saved,
-        }
+        self.prompts = resolve_prompts(path, config.query_prompt, config.document_prompt)
         st = import_sentence_transformers()
         try:
             self._model = st.SentenceTransformer(

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from ascend_eval.models.base import EmbedKind
 from ascend_eval.models.checks import embed_texts, positive_int
-from ascend_eval.models.embedder.sentence_transformers import check_model_dir, model_prompts
+from ascend_eval.models.embedder.sentence_transformers import check_model_dir, resolve_prompts
 from ascend_eval.models.errors import BackendError, ConfigError
 from ascend_eval.models.paths import local_model_id
 from ascend_eval.models.vllm_runtime import VllmEngineConfig, load_tokenizer, start_engine, stop_engine
@@ -28,8 +28,6 @@ from ascend_eval.models.vllm_runtime import VllmEngineConfig, load_tokenizer, st
 __all__ = ["VllmEmbedder", "VllmEmbedderConfig"]
 
 logger = logging.getLogger(__name__)
-
-_DOCUMENT_PROMPT_NAMES = ("document", "passage")
 
 
 @dataclass(frozen=True)
@@ -88,12 +86,7 @@ class VllmEmbedder:
         self.config = config
         path = check_model_dir(config.model, what="VllmEmbedder")
         self.model_id = local_model_id(path)
-        saved = model_prompts(path)
-        document_saved = next((saved[k] for k in _DOCUMENT_PROMPT_NAMES if saved.get(k)), "")
-        self.prompts: dict[str, str] = {
-            "query": config.query_prompt if config.query_prompt is not None else saved.get("query", ""),
-            "document": config.document_prompt if config.document_prompt is not None else document_saved,
-        }
+        self.prompts = resolve_prompts(path, config.query_prompt, config.document_prompt)
         wanted = config.max_seq_length or saved_max_seq_length(path)
         extra: dict[str, Any] = {"runner": "pooling"}
         if config.max_model_len is None and wanted is not None:
