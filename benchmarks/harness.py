@@ -217,10 +217,27 @@ def _server_counts(cfg: dict[str, Any]) -> dict[str, float] | None:
     return counters
 
 
+def _counted_by_server(out: dict[str, Any], run: Run, cfg: dict[str, Any], before: Any) -> bool:
+    """Put the server's own request and token counters for this run into `out`; False where there are none
+    (an in-process row, or a server without /metrics)."""
+    from benchmarks.server import counter_delta
+
+    delta = counter_delta(before, _server_counts(cfg)) if run.backend == "server" else None
+    if delta is None:
+        return False
+    out.update(
+        judge_requests=delta["requests"],
+        prompt_tokens=delta["prompt_tokens"],
+        completion_tokens=delta["completion_tokens"],
+        count_source="server /metrics",
+    )
+    return True
+
+
 def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[str, Any]:
     from ascend_eval.models.embedder.sentence_transformers import TorchEmbedder, TorchEmbedderConfig
     from benchmarks.ours_side import replay, run_ours, warm_up
-    from benchmarks.server import counter_delta, reset_prefix_cache
+    from benchmarks.server import reset_prefix_cache
 
     started = time.perf_counter()
     judge = _ours_judge(run, cfg)
@@ -241,16 +258,8 @@ def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[st
         dedupe=run.dedupe,
         judge_mode=run.mode,
     )
-    delta = counter_delta(before, _server_counts(cfg)) if run.backend == "server" else None
     out["count_source"] = "backend results"
-    if delta is not None:
-        out.update(
-            judge_requests=delta["requests"],
-            prompt_tokens=delta["prompt_tokens"],
-            completion_tokens=delta["completion_tokens"],
-            count_source="server /metrics",
-        )
-    elif run.backend == "server":
+    if not _counted_by_server(out, run, cfg, before) and run.backend == "server":
         out["count_source"] = "response usage"
     if trace is not None:
         if run.backend == "server":
@@ -268,7 +277,6 @@ def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[st
 
 def worker_ragas(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[str, Any]:
     from benchmarks import ragas_side
-    from benchmarks.server import counter_delta
 
     started = time.perf_counter()
     emb = ragas_side.embeddings(cfg["embedder_dir"])
@@ -286,15 +294,7 @@ def worker_ragas(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[s
     load = time.perf_counter() - started
     before = _server_counts(cfg) if run.backend == "server" else None
     out = ragas_side.run_ragas(data, cfg["metrics"], llm, emb, timeout=cfg["timeout"])
-    delta = counter_delta(before, _server_counts(cfg)) if run.backend == "server" else None
-    if delta is not None:
-        out.update(
-            judge_requests=delta["requests"],
-            prompt_tokens=delta["prompt_tokens"],
-            completion_tokens=delta["completion_tokens"],
-            count_source="server /metrics",
-        )
-    else:
+    if not _counted_by_server(out, run, cfg, before):
         out.update(
             judge_requests=counts.requests,
             prompt_tokens=counts.prompt_tokens,
