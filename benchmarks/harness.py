@@ -229,6 +229,7 @@ def _counted_by_server(out: dict[str, Any], run: Run, cfg: dict[str, Any], befor
         judge_requests=delta["requests"],
         prompt_tokens=delta["prompt_tokens"],
         completion_tokens=delta["completion_tokens"],
+        prompt_tokens_cached=delta["prompt_tokens_cached"],
         count_source="server /metrics",
     )
     return True
@@ -493,6 +494,11 @@ def skip_reason(run: Run, args: argparse.Namespace, server_python: str | None) -
     return None
 
 
+def _not_run(run: Run, status: str, reason: str) -> dict[str, Any]:
+    return {"name": run.name, "side": run.side, "backend": run.backend, "what": run.what(), "status": status,
+            "reason": reason}  # fmt: skip
+
+
 def _run_row(
     run: Run, cfg: dict[str, Any], args: argparse.Namespace, server_python: str | None, server: Any
 ) -> dict[str, Any]:
@@ -500,14 +506,7 @@ def _run_row(
     reason = skip_reason(run, args, server_python)
     if reason is not None:
         print(f"[bench] {run.name}: skipped: {reason}", flush=True)
-        return {
-            "name": run.name,
-            "side": run.side,
-            "backend": run.backend,
-            "what": run.what(),
-            "status": "skipped",
-            "reason": reason,
-        }
+        return _not_run(run, "skipped", reason)
     python = server_python if run.backend == "vllm" and server_python else sys.executable
     extra = [server.process.pid] if server is not None and server.process and run.backend == "server" else []
     return run_worker(run, cfg, python, extra, args.out)
@@ -557,6 +556,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--server-python",
         default=str(REPO / ".venv-vllm" / "bin" / "python"),
         help="the Python of vLLM's venv: starts the server and runs ours:vllm",
+    )
+    parser.add_argument(
+        "--server-dtype",
+        default="bfloat16",
+        help="the dtype the started server computes in (default bfloat16: on CPUs with AVX512-BF16/AMX "
+        "about 3x the prefill of float32; both tools share the server)",
     )
     parser.add_argument("--server-url", default=None, help="use this running server instead of starting one")
     parser.add_argument("--server-model", default=SERVED_NAME, help="model name at --server-url")
@@ -612,6 +617,7 @@ def main(argv: list[str] | None = None) -> int:
                 str(judge_dir),
                 SERVED_NAME,
                 max_model_len=max_model_len,
+                dtype=args.server_dtype,
                 log=args.out / "log-server.txt",
                 ready_timeout=args.timeout,
             )
@@ -623,14 +629,39 @@ def main(argv: list[str] | None = None) -> int:
         order = sorted(range(len(runs)), key=lambda i: runs[i].backend != "server")
         for position, i in enumerate(order):
             results[i] = _run_row(runs[i], cfg, args, server_python, server)
+            # The report so far is on disk after every row: a run stopped early keeps what it measured.
+            write_report(args, argv, runs, results, n, data_label, metrics, judge_dir, server, final=False)
             if server is not None and all(runs[j].backend != "server" for j in order[position + 1 :]):
                 server.stop()
     finally:
         if server is not None:
             server.stop()
+    print(write_report(args, argv, runs, results, n, data_label, metrics, judge_dir, server, final=True))
+    return 0 if all(r["status"] != "failed" for r in results) else 1
+
+
+def write_report(
+    args: argparse.Namespace,
+    argv: list[str] | None,
+    runs: list[Run],
+    results: list[dict[str, Any]],
+    n: int,
+    data_label: str,
+    metrics: list[str],
+    judge_dir: Path,
+    server: Any,
+    *,
+    final: bool,
+) -> str:
+    """Write bench.json and bench.md for the rows finished so far (the others listed as not run yet) and
+    return the markdown."""
     from benchmarks.ragas_side import __doc__ as ragas_doc
     from benchmarks.report import derive, markdown
 
+    results = [
+        dict(r) if r else _not_run(run, "pending", "not run yet")
+        for run, r in zip(runs, results, strict=True)
+    ]
     derive(results, n)
     report = {
         "benchmark": "ascend-eval vs RAGAS 0.4.3",
@@ -646,14 +677,15 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join(["python -m benchmarks.harness", *(argv if argv is not None else sys.argv[1:])]),
         "counts_note": COUNTS_NOTE,
         "ragas_setup": " ".join((ragas_doc or "").split("\n\n")[1].split()),
+        "server_dtype": args.server_dtype if server is not None else None,
         "server_ready_seconds": server.ready_seconds if server is not None else None,
+        "complete": final,
         "runs": results,
     }
     (args.out / "bench.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
     table = markdown(report)
     (args.out / "bench.md").write_text(table + "\n")
-    print(table)
-    return 0 if all(r["status"] != "failed" for r in results) else 1
+    return table
 
 
 if __name__ == "__main__":

@@ -26,6 +26,9 @@ def derive(runs: list[dict[str, Any]], samples: int) -> None:
         r["samples_per_second"] = samples / r["wall_seconds"]
         for key in ("judge_requests", "prompt_tokens", "completion_tokens"):
             r[f"{key}_per_sample"] = r[key] / samples
+        if r.get("prompt_tokens_cached") is not None:  # the server's prefix cache: not computed again
+            computed = r["prompt_tokens"] - r["prompt_tokens_cached"]
+            r["prompt_tokens_computed_per_sample"] = computed / samples
         if r.get("replay_seconds"):
             r["end_to_end_over_backend"] = r["wall_seconds"] / r["replay_seconds"]
     for r in runs:
@@ -34,6 +37,10 @@ def derive(runs: list[dict[str, Any]], samples: int) -> None:
             continue
         r["vs_ragas"] = r["samples_per_second"] / peer["samples_per_second"]
         r["vs_ragas_run"] = peer["name"]
+        r["per_sample_vs_ragas"] = {
+            key: r[key] / peer[key] if r.get(key) is not None and peer.get(key) else None
+            for key in RATIO_KEYS
+        }
         ragas_only, ours_only = 0, 0
         for metric, mask in r["nan_mask"].items():
             theirs = peer["nan_mask"].get(metric)
@@ -42,6 +49,15 @@ def derive(runs: list[dict[str, Any]], samples: int) -> None:
             ragas_only += sum(t and not o for o, t in zip(mask, theirs, strict=True))
             ours_only += sum(o and not t for o, t in zip(mask, theirs, strict=True))
         r["nan_ragas_only"], r["nan_ours_only"] = ragas_only, ours_only
+
+
+# Per-sample figures compared as ours / RAGAS (below 1: ours needs less).
+RATIO_KEYS = (
+    "judge_requests_per_sample",
+    "prompt_tokens_per_sample",
+    "prompt_tokens_computed_per_sample",
+    "completion_tokens_per_sample",
+)
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -85,6 +101,28 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {_nan_total(r)}{disagree} | {_num(r.get('peak_rss_mib'), 0)} "
             f"| {_num(r.get('end_to_end_over_backend'))} |"
         )
+    compared = [r for r in runs if r.get("per_sample_vs_ragas")]
+    if compared:
+        lines += [
+            "",
+            (
+                "Ours / RAGAS on the same backend (throughput: above 1 is faster; per sample: below 1 is "
+                "less work). Prompt tokens computed: those the server did not take from its prefix cache."
+            ),
+            "",
+            (
+                "| run | against | throughput | judge req/sample | prompt tok/sample "
+                "| prompt tok computed/sample | gen tok/sample |"
+            ),
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in compared:
+            ratios = r["per_sample_vs_ragas"]
+            lines.append(
+                f"| {r['name']} | {r['vs_ragas_run']} | {_num(r['vs_ragas'])} | "
+                + " | ".join(_num(ratios.get(key)) for key in RATIO_KEYS)
+                + " |"
+            )
     ok = [r for r in runs if r["status"] == "ok"]
     if ok:
         lines += [
@@ -104,7 +142,8 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {metric} | " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     skipped = [r for r in runs if r["status"] != "ok"]
     if skipped:
-        lines += ["", "Not run:", ""]
+        unfinished = not report.get("complete", True)
+        lines += ["", "Not run (yet: this run is not finished):" if unfinished else "Not run:", ""]
         lines += [f"* {r['name']} ({r['status']}): {r['reason']}" for r in skipped]
     lines += ["", "Counts: " + report["counts_note"], "", "RAGAS setup: " + report["ragas_setup"]]
     return "\n".join(lines)

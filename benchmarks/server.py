@@ -21,6 +21,8 @@ COUNTERS = {
     "requests": "vllm:request_success_total",
     "prompt_tokens": "vllm:prompt_tokens_total",
     "completion_tokens": "vllm:generation_tokens_total",
+    # Prompt tokens whose KV came from the prefix cache, so were not computed again.
+    "prompt_tokens_cached": "vllm:prefix_cache_hits_total",
 }
 
 
@@ -34,11 +36,13 @@ class JudgeServer:
     """A vLLM server process serving `model_dir` as `name` on 127.0.0.1; a context manager."""
 
     def __init__(self, python: str, model_dir: str, name: str, *, max_model_len: int, log: Path,
-                 kv_cache_gib: int = 1, ready_timeout: float = 600.0) -> None:  # fmt: skip
+                 dtype: str = "bfloat16", kv_cache_gib: int = 1,
+                 ready_timeout: float = 600.0) -> None:  # fmt: skip
         self.python = python
         self.model_dir = model_dir
         self.name = name
         self.max_model_len = max_model_len
+        self.dtype = dtype
         self.log = log
         self.kv_cache_gib = kv_cache_gib
         self.ready_timeout = ready_timeout
@@ -49,7 +53,7 @@ class JudgeServer:
 
     def command(self) -> list[str]:
         return [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_dir,
-                "--served-model-name", self.name, "--dtype", "float32", "--max-model-len",
+                "--served-model-name", self.name, "--dtype", self.dtype, "--max-model-len",
                 str(self.max_model_len), "--enforce-eager", "--host", "127.0.0.1", "--port", str(self.port),
                 "--seed", "0"]  # fmt: skip
 
