@@ -13,6 +13,7 @@ import pytest
 from ascend_eval.models.embedder.shipped import minilm_path
 from benchmarks.datagen import LIMITS, ZH_CHARS_PER_WORD, generate
 from benchmarks.harness import expand_runs, parse_run
+from benchmarks.report import derive, markdown
 from tests.models.loopback_server import CHAT, LoopbackServer, chat_reply
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,6 +73,68 @@ context, plain-text ratings (all twelve take twice as long and cover no other ha
 
 
 @pytest.mark.slow
+def _row(name: str, seconds: float, requests: int, prompt: int, generated: int, cached: int | None) -> dict:
+    side, backend = name.split(":")[:2]
+    row = {
+        "name": name,
+        "side": side,
+        "backend": backend,
+        "what": name,
+        "status": "ok",
+        "wall_seconds": seconds,
+        "judge_requests": requests,
+        "prompt_tokens": prompt,
+        "completion_tokens": generated,
+        "nan": {"faithfulness": {}},
+        "nan_mask": {"faithfulness": [False, True]},
+    }
+    if cached is not None:
+        row["prompt_tokens_cached"] = cached
+    return row
+
+
+def test_report_ratios_prefix_cache_and_unfinished_runs():
+    runs = [
+        _row("ragas:server", 100.0, 10, 8000, 400, 2000),
+        _row("ours:server", 50.0, 20, 10000, 100, 6000),
+        {
+            "name": "ours:torch",
+            "side": "ours",
+            "backend": "torch",
+            "what": "x",
+            "status": "pending",
+            "reason": "not run yet",
+        },
+    ]
+    runs[0]["nan_mask"]["faithfulness"] = [True, True]
+    derive(runs, 2)
+    ours = runs[1]
+    assert ours["vs_ragas"] == 2.0 and ours["prompt_tokens_computed_per_sample"] == 2000
+    assert ours["per_sample_vs_ragas"] == {
+        "judge_requests_per_sample": 2.0,
+        "prompt_tokens_per_sample": 1.25,
+        "prompt_tokens_computed_per_sample": 4000 / 6000,
+        "completion_tokens_per_sample": 0.25,
+    }
+    assert (ours["nan_ragas_only"], ours["nan_ours_only"]) == (1, 0)
+    report = {
+        "samples": 2,
+        "data": "d",
+        "metrics": ["faithfulness"],
+        "judge": "j",
+        "embedder": "e",
+        "max_tokens": 8,
+        "machine": "m",
+        "counts_note": "c",
+        "ragas_setup": "r",
+        "complete": False,
+        "runs": runs,
+    }
+    table = markdown(report)
+    assert "| ours:server | ragas:server | 2.00 | 2.00 | 1.25 | 0.67 | 0.25 |" in table
+    assert "Not run (yet: this run is not finished):" in table and "* ours:torch (pending)" in table
+
+
 def test_smoke_run_of_every_row(tiny_llama_dir, tmp_path):
     runs = [
         "ragas:server",
@@ -113,7 +176,7 @@ def test_smoke_run_of_every_row(tiny_llama_dir, tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads((tmp_path / "bench.json").read_text())
     rows = {r["name"]: r for r in report["runs"]}
-    assert [r["name"] for r in report["runs"]] == runs
+    assert [r["name"] for r in report["runs"]] == runs and report["complete"] is True
     assert rows["ours:vllm"]["status"] == "skipped" and "vLLM is not installed" in rows["ours:vllm"]["reason"]
     for name in set(runs) - {"ours:vllm"}:
         row = rows[name]
@@ -127,9 +190,12 @@ def test_smoke_run_of_every_row(tiny_llama_dir, tmp_path):
     assert ours["count_source"] == theirs["count_source"] == "response usage"
     assert chat_requests == 1 + theirs["judge_requests"] + 2 + 2 * ours["judge_requests"]
     assert ours["vs_ragas_run"] == "ragas:server" and rows["ours:torch"]["vs_ragas_run"] == "ragas:torch"
+    ratio = ours["prompt_tokens_per_sample"] / theirs["prompt_tokens_per_sample"]
+    assert ours["per_sample_vs_ragas"]["prompt_tokens_per_sample"] == pytest.approx(ratio)
     assert ours["replay_seconds"] > 0 and rows["ours:torch"]["end_to_end_over_backend"] > 0
     single = rows["ours:torch:chunk=1,dedupe=0"]
     assert single["requests_sent"] == single["requests_asked"]
     assert rows["ours:torch"]["requests_sent"] <= single["requests_sent"]
     table = (tmp_path / "bench.md").read_text()
     assert "| ours:torch | ours, TorchJudge in-process |" in table and "ours:vllm (skipped)" in table
+    assert "| ours:server | ragas:server |" in table and "Not run:" in table
