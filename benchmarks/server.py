@@ -66,6 +66,12 @@ class JudgeServer:
         # (a replay of the same prompts would otherwise skip its prefill).
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib), "HF_HUB_OFFLINE": "1",
                "TRANSFORMERS_OFFLINE": "1", "VLLM_SERVER_DEV_MODE": "1"}  # fmt: skip
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) <= 4 and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+            # vLLM's CPU backend keeps one core for its scheduler and computes on the rest: on 2 cores that
+            # is half the machine. Computing on all of them was 1.45x the throughput here (32 requests of
+            # ~730 prompt tokens, 48 generated). Ignored on GPU and NPU.
+            env["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, cpus))
         self.log.parent.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
         with self.log.open("wb") as log:
