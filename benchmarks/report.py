@@ -7,6 +7,7 @@ and the markdown tables. Pure functions of the runs' JSON, so a saved report can
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,15 @@ def _num(value: Any, digits: int = 2) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
+
+
+def _grouped(reasons: dict[str, int]) -> dict[str, int]:
+    """NaN reasons that differ only in a quoted list (e.g. the tokens a judge put first) counted as one."""
+    grouped: dict[str, int] = {}
+    for reason, count in reasons.items():
+        key = re.sub(r"\s*\[.*$", " [...]", reason)
+        grouped[key] = grouped.get(key, 0) + count
+    return grouped
 
 
 def _nan_total(r: dict[str, Any]) -> int:
@@ -135,7 +145,7 @@ def markdown(report: dict[str, Any]) -> str:
         for metric in report["metrics"]:
             cells = []
             for r in ok:
-                reasons = r["nan"].get(metric, {})
+                reasons = _grouped(r["nan"].get(metric, {}))
                 total = sum(reasons.values())
                 text = "; ".join(f"{k} x{v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
                 cells.append(f"{total}: {text}" if total else "0")

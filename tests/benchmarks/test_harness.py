@@ -107,6 +107,8 @@ def test_report_ratios_prefix_cache_and_unfinished_runs():
         },
     ]
     runs[0]["nan_mask"]["faithfulness"] = [True, True]
+    no_label = "backend_error: no label among the top-20 next tokens: "
+    runs[1]["nan"]["faithfulness"] = {no_label + "['这', '1']": 1, no_label + "['1', 'True']": 1}
     derive(runs, 2)
     ours = runs[1]
     assert ours["vs_ragas"] == 2.0 and ours["prompt_tokens_computed_per_sample"] == 2000
@@ -133,6 +135,7 @@ def test_report_ratios_prefix_cache_and_unfinished_runs():
     table = markdown(report)
     assert "| ours:server | ragas:server | 2.00 | 2.00 | 1.25 | 0.67 | 0.25 |" in table
     assert "Not run (yet: this run is not finished):" in table and "* ours:torch (pending)" in table
+    assert f"| faithfulness | 0 | 2: {no_label}[...] x2 |" in table
 
 
 def test_smoke_run_of_every_row(tiny_llama_dir, tmp_path):
