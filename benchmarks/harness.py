@@ -629,66 +629,61 @@ def main(argv: list[str] | None = None) -> int:
             server.start()
             print(f"[bench] server ready in {server.ready_seconds:.0f}s at {server.url}", flush=True)
             cfg.update(server_url=server.url, server_model=SERVED_NAME)
+        header = {
+            "benchmark": "ascend-eval vs RAGAS 0.4.3",
+            "samples": n,
+            "data": data_label,
+            "metrics": metrics,
+            "judge": str(args.judge),
+            "judge_dir": str(judge_dir),
+            "embedder": str(args.embedder),
+            "max_tokens": args.max_tokens,
+            "machine": machine(),
+            "command": " ".join(
+                ["python -m benchmarks.harness", *(argv if argv is not None else sys.argv[1:])]
+            ),
+            "counts_note": COUNTS_NOTE,
+            "server_dtype": args.server_dtype if server is not None else None,
+            "server_ready_seconds": server.ready_seconds if server is not None else None,
+        }
         # Server rows first, so that the server is stopped (and its memory freed) before in-process rows.
         order = sorted(range(len(runs)), key=lambda i: runs[i].backend != "server")
         for position, i in enumerate(order):
             results[i] = _run_row(runs[i], cfg, args, server_python, server)
             # The report so far is on disk after every row: a run stopped early keeps what it measured.
-            write_report(args, argv, runs, results, n, data_label, metrics, judge_dir, server, final=False)
+            write_report(args.out, header, runs, results, final=False)
             if server is not None and all(runs[j].backend != "server" for j in order[position + 1 :]):
                 server.stop()
     finally:
         if server is not None:
             server.stop()
-    print(write_report(args, argv, runs, results, n, data_label, metrics, judge_dir, server, final=True))
+    print(write_report(args.out, header, runs, results, final=True))
     return 0 if all(r["status"] != "failed" for r in results) else 1
 
 
 def write_report(
-    args: argparse.Namespace,
-    argv: list[str] | None,
-    runs: list[Run],
-    results: list[dict[str, Any]],
-    n: int,
-    data_label: str,
-    metrics: list[str],
-    judge_dir: Path,
-    server: Any,
-    *,
-    final: bool,
+    out: Path, header: dict[str, Any], runs: list[Run], results: list[dict[str, Any]], *, final: bool
 ) -> str:
     """Write bench.json and bench.md for the rows finished so far (the others listed as not run yet) and
     return the markdown."""
     from benchmarks.ragas_side import __doc__ as ragas_doc
     from benchmarks.report import derive, markdown
 
-    results = [
+    rows = [
         dict(r) if r else _not_run(run, "pending", "not run yet")
         for run, r in zip(runs, results, strict=True)
     ]
-    derive(results, n)
+    derive(rows, header["samples"])
     report = {
-        "benchmark": "ascend-eval vs RAGAS 0.4.3",
-        "samples": n,
-        "data": data_label,
-        "metrics": metrics,
-        "judge": str(args.judge),
-        "judge_dir": str(judge_dir),
-        "embedder": str(args.embedder),
-        "max_tokens": args.max_tokens,
-        "machine": machine(),
+        **header,
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "command": " ".join(["python -m benchmarks.harness", *(argv if argv is not None else sys.argv[1:])]),
-        "counts_note": COUNTS_NOTE,
         "ragas_setup": " ".join((ragas_doc or "").split("\n\n")[1].split()),
-        "server_dtype": args.server_dtype if server is not None else None,
-        "server_ready_seconds": server.ready_seconds if server is not None else None,
         "complete": final,
-        "runs": results,
+        "runs": rows,
     }
-    (args.out / "bench.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
+    (out / "bench.json").write_text(json.dumps(report, indent=1, ensure_ascii=False))
     table = markdown(report)
-    (args.out / "bench.md").write_text(table + "\n")
+    (out / "bench.md").write_text(table + "\n")
     return table
 
 
