@@ -281,17 +281,15 @@ def worker_ragas(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[s
 
     started = time.perf_counter()
     emb = ragas_side.embeddings(cfg["embedder_dir"])
-    counts: Any
+    counts = ragas_side.Counts()
     if run.backend == "server":
-        counts = ragas_side.ClientCounts()
         llm = ragas_side.server_llm(cfg["server_url"], cfg["server_model"], cfg["max_tokens"], counts)
         llm.langchain_llm.invoke("Say OK.")
     else:
-        counts = ragas_side.PipelineCounts()
         llm, pipe = ragas_side.pipeline_llm(cfg["judge_dir"], cfg["max_tokens"], counts)
         pipe("Say OK.", max_new_tokens=4)
     emb.embed_query("warm-up")
-    counts.requests = counts.prompt_tokens = counts.completion_tokens = 0
+    counts.reset()
     load = time.perf_counter() - started
     before = _server_counts(cfg) if run.backend == "server" else None
     out = ragas_side.run_ragas(data, cfg["metrics"], llm, emb, timeout=cfg["timeout"])

@@ -14,7 +14,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,20 +106,18 @@ class RecordingJudge:
         return dataclasses.replace(request, params=params)
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
-        capped = [self._cap(r) for r in requests]
-        started = time.perf_counter()
-        out = self.inner.generate(capped)
-        seconds = time.perf_counter() - started
-        self._count(len(capped), out, seconds)
-        self.trace.write("generate", {"requests": [_request_json(r) for r in capped]}, seconds)
-        return out
+        return self._timed("generate", self.inner.generate, [self._cap(r) for r in requests])
 
     def classify(self, requests: Sequence[ClassifyRequest]) -> list[ClassifyResult]:
+        return self._timed("classify", self.inner.classify, list(requests))
+
+    def _timed(self, kind: str, call: Callable[[list[Any]], list[Any]], requests: list[Any]) -> list[Any]:
+        """Run one backend call, count its requests and tokens, and write it to the trace."""
         started = time.perf_counter()
-        out = self.inner.classify(requests)
+        out = call(requests)
         seconds = time.perf_counter() - started
         self._count(len(requests), out, seconds)
-        self.trace.write("classify", {"requests": [_request_json(r) for r in requests]}, seconds)
+        self.trace.write(kind, {"requests": [_request_json(r) for r in requests]}, seconds)
         return out
 
     def _count(self, n: int, results: Sequence[Any], seconds: float) -> None:

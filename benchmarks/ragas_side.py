@@ -74,37 +74,43 @@ def ragas_metrics(names: list[str], llm: Any, embeddings: Any) -> list[Any]:
     return [build[n]() for n in names]
 
 
-class ClientCounts:
-    """Requests and token usage read from each HTTP response of the OpenAI client (thread-safe)."""
+class Counts:
+    """Requests and tokens of RAGAS's model calls, from the HTTP responses or around `generate()`
+    (thread-safe)."""
 
     def __init__(self) -> None:
-        self.requests = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
         self._lock = threading.Lock()
+        self.reset()
 
-    def add(self, body: bytes) -> None:
+    def reset(self) -> None:
+        self.requests = self.prompt_tokens = self.completion_tokens = 0
+
+    def add(self, requests: int, prompt_tokens: int, completion_tokens: int) -> None:
+        with self._lock:
+            self.requests += requests
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += completion_tokens
+
+    def add_response(self, body: bytes) -> None:
+        """One OpenAI-compatible response: one request and the tokens its `usage` reports."""
         try:
             usage = json.loads(body).get("usage") or {}
         except (ValueError, AttributeError):
             usage = {}
-        with self._lock:
-            self.requests += 1
-            self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-            self.completion_tokens += int(usage.get("completion_tokens") or 0)
+        self.add(1, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
 
 
-def server_llm(url: str, model: str, max_tokens: int, counts: ClientCounts) -> Any:
+def server_llm(url: str, model: str, max_tokens: int, counts: Counts) -> Any:
     """RAGAS's LangChain wrapper around `ChatOpenAI` pointed at the local server."""
     import httpx
     from langchain_openai import ChatOpenAI
     from ragas.llms import LangchainLLMWrapper
 
     async def on_response(response: httpx.Response) -> None:
-        counts.add(await response.aread())
+        counts.add_response(await response.aread())
 
     def on_response_sync(response: httpx.Response) -> None:
-        counts.add(response.read())
+        counts.add_response(response.read())
 
     chat = ChatOpenAI(
         model=model,
@@ -118,17 +124,7 @@ def server_llm(url: str, model: str, max_tokens: int, counts: ClientCounts) -> A
     return LangchainLLMWrapper(chat)
 
 
-class PipelineCounts:
-    """Counts every row the transformers pipeline's model generates for."""
-
-    def __init__(self) -> None:
-        self.requests = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-        self._lock = threading.Lock()
-
-
-def _count_generate(model: Any, counts: PipelineCounts) -> None:
+def _count_generate(model: Any, counts: Counts) -> None:
     """Wrap `model.generate` so every call adds its rows, prompt tokens and generated tokens."""
     original = model.generate
     eos = model.generation_config.eos_token_id
@@ -145,16 +141,13 @@ def _count_generate(model: Any, counts: PipelineCounts) -> None:
         for row in new:
             stop = next((i + 1 for i, t in enumerate(row) if t in eos_ids), len(row))
             generated += stop
-        with counts._lock:
-            counts.requests += len(new)
-            counts.prompt_tokens += prompt
-            counts.completion_tokens += generated
+        counts.add(len(new), prompt, generated)
         return out
 
     model.generate = generate
 
 
-def pipeline_llm(model_dir: str, max_tokens: int, counts: PipelineCounts) -> tuple[Any, Any]:
+def pipeline_llm(model_dir: str, max_tokens: int, counts: Counts) -> tuple[Any, Any]:
     """RAGAS's LangChain wrapper around a transformers text-generation pipeline; (ragas llm, pipeline)."""
     import torch
     import transformers
