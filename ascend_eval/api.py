@@ -23,7 +23,7 @@ from ascend_eval.examples import builtin_dataset
 from ascend_eval.metrics import Metric, MetricResult, PlanContext, resolve_metrics
 from ascend_eval.models.base import GenerationParams
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.models.paths import cache_root
+from ascend_eval.models.weights.paths import cache_root
 from ascend_eval.results import EvaluationResult
 from ascend_eval.text.language import Language, detect_language
 

@@ -31,8 +31,8 @@ from ascend_eval.models.base import (
     Role,
 )
 from ascend_eval.models.errors import ConfigError, MissingDependencyError
-from ascend_eval.models.paths import local_model_id
-from ascend_eval.models.registry import DEFAULTS, SHIPPED
+from ascend_eval.models.weights.paths import local_model_id
+from ascend_eval.models.weights.registry import DEFAULTS, SHIPPED
 
 logger = logging.getLogger("ascend_eval.backends")
 
@@ -160,7 +160,7 @@ def build_judge(
     vllm = _use_vllm(backend, "judge")
     path = _local_path(spec, "judge")
     if path.suffix.lower() == ".gguf":
-        from ascend_eval.models.judge.gguf import checkpoint_from_gguf
+        from ascend_eval.models.weights.gguf import checkpoint_from_gguf
 
         path = checkpoint_from_gguf(path)  # converted once; its directory names the model
     if vllm:

@@ -388,13 +388,13 @@ def machine() -> str:
 def resolve_model(spec: str, role: str) -> Path:
     """A shipped model name, a local HF directory or (judge) a GGUF file -> a local HF directory."""
     from ascend_eval.models.errors import ConfigError
-    from ascend_eval.models.registry import SHIPPED
+    from ascend_eval.models.weights.registry import SHIPPED
 
     if spec in SHIPPED:
         return SHIPPED[spec].resolve()
     path = Path(spec).expanduser()
     if role == "judge" and path.suffix.lower() == ".gguf" and path.is_file():
-        from ascend_eval.models.judge.gguf import checkpoint_from_gguf
+        from ascend_eval.models.weights.gguf import checkpoint_from_gguf
 
         return checkpoint_from_gguf(path)
     if (path / "config.json").is_file():

@@ -7,8 +7,8 @@ import pytest
 import ascend_eval
 from ascend_eval.backends import Deferred, build_embedder, build_judge, build_reranker
 from ascend_eval.models.base import Embedder, Judge
-from ascend_eval.models.embedder.shipped import minilm_path
 from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.weights.shipped import minilm_path
 
 
 def test_instances_pass_through(rule_judge, ngram_embedder):

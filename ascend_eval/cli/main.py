@@ -94,8 +94,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _models(args: argparse.Namespace) -> int:
     from ascend_eval.models.device import resolve_device
-    from ascend_eval.models.paths import cache_root
-    from ascend_eval.models.registry import DEFAULTS, SHIPPED
+    from ascend_eval.models.weights.paths import cache_root
+    from ascend_eval.models.weights.registry import DEFAULTS, SHIPPED
 
     rows = []
     for model in SHIPPED.values():

@@ -36,7 +36,7 @@ from typing import Any
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import JobSpec, did_you_mean, load_spec
 from ascend_eval.models.errors import BackendError, ConfigError
-from ascend_eval.models.paths import cache_root
+from ascend_eval.models.weights.paths import cache_root
 
 logger = logging.getLogger("ascend_eval.jobs")
 

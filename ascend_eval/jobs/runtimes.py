@@ -60,7 +60,7 @@ def local_spec(url: str, role: Role) -> str:
     >>> local_spec("local:/models/qwen", "judge")
     '/models/qwen'
     """
-    from ascend_eval.models.registry import DEFAULTS
+    from ascend_eval.models.weights.registry import DEFAULTS
 
     target = url.removeprefix("local:")
     if target == "default":

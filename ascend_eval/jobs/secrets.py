@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ascend_eval.jobs.spec import SECRET_NAME_PATTERN
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.models.paths import cache_root
+from ascend_eval.models.weights.paths import cache_root
 
 ENV_PREFIX = "ASCEND_EVAL_SECRET_"
 _NAME = re.compile(SECRET_NAME_PATTERN)

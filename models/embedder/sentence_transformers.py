@@ -21,7 +21,7 @@ from ascend_eval.models.base import EmbedKind
 from ascend_eval.models.checks import device_spec, embed_texts, model_path, positive_int
 from ascend_eval.models.device import resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
-from ascend_eval.models.paths import local_model_id
+from ascend_eval.models.weights.paths import local_model_id
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ def check_model_dir(model: Path, *, what: str) -> Path:
     if not path.is_dir():
         raise ConfigError(
             f"{what} model={str(model)!r} is not a local directory (there is no model hub here). Pass the "
-            "directory of a saved model, e.g. ascend_eval.models.embedder.shipped.minilm_path()."
+            "directory of a saved model, e.g. ascend_eval.models.weights.shipped.minilm_path()."
         )
     if not (path / "config.json").is_file() and not (path / "modules.json").is_file():
         raise ConfigError(

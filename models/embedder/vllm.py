@@ -22,8 +22,8 @@ from ascend_eval.models.base import EmbedKind
 from ascend_eval.models.checks import embed_texts, positive_int
 from ascend_eval.models.embedder.sentence_transformers import check_model_dir, resolve_prompts
 from ascend_eval.models.errors import BackendError, ConfigError
-from ascend_eval.models.paths import local_model_id
 from ascend_eval.models.vllm_runtime import VllmEngineConfig, load_tokenizer, start_engine, stop_engine
+from ascend_eval.models.weights.paths import local_model_id
 
 __all__ = ["VllmEmbedder", "VllmEmbedderConfig"]
 

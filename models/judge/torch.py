@@ -31,7 +31,7 @@ from ascend_eval.models.batching import batches_by_budget, longest_first, scatte
 from ascend_eval.models.device import DeviceInfo, resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
 from ascend_eval.models.judge.chat import ChatRenderer
-from ascend_eval.models.paths import local_model_id
+from ascend_eval.models.weights.paths import local_model_id
 
 if TYPE_CHECKING:
     import torch
@@ -149,7 +149,7 @@ class TorchJudge:
         self.device: DeviceInfo = resolve_device(config.device)
         path = Path(config.model).expanduser()
         if path.suffix.lower() == ".gguf":
-            from ascend_eval.models.judge.gguf import checkpoint_from_gguf
+            from ascend_eval.models.weights.gguf import checkpoint_from_gguf
 
             path = checkpoint_from_gguf(path)
         self.checkpoint = path

@@ -37,7 +37,6 @@ from ascend_eval.models.base import (
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
 from ascend_eval.models.judge.chat import ChatRenderer
 from ascend_eval.models.judge.torch import TorchJudge
-from ascend_eval.models.paths import local_model_id
 from ascend_eval.models.vllm_runtime import (
     VllmEngineConfig,
     import_vllm,
@@ -45,6 +44,7 @@ from ascend_eval.models.vllm_runtime import (
     start_engine,
     stop_engine,
 )
+from ascend_eval.models.weights.paths import local_model_id
 
 __all__ = ["VllmJudge", "VllmJudgeConfig", "label_probs"]
 
@@ -131,7 +131,7 @@ class VllmJudge:
         self.config = config
         path = Path(config.model).expanduser()
         if path.suffix.lower() == ".gguf":
-            from ascend_eval.models.judge.gguf import checkpoint_from_gguf
+            from ascend_eval.models.weights.gguf import checkpoint_from_gguf
 
             path = checkpoint_from_gguf(path)
         self.checkpoint = path

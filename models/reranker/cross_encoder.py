@@ -24,7 +24,7 @@ from ascend_eval.models.embedder.sentence_transformers import (
     import_sentence_transformers,
 )
 from ascend_eval.models.errors import BackendError, ConfigError
-from ascend_eval.models.paths import local_model_id
+from ascend_eval.models.weights.paths import local_model_id
 
 logger = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from numpy.typing import NDArray
 from ascend_eval.models.checks import score_pairs
 from ascend_eval.models.embedder.sentence_transformers import check_model_dir
 from ascend_eval.models.errors import BackendError, ConfigError
-from ascend_eval.models.paths import local_model_id
 from ascend_eval.models.reranker.cross_encoder import Activation, is_cross_encoder
 from ascend_eval.models.vllm_runtime import VllmEngineConfig, import_vllm, start_engine, stop_engine
+from ascend_eval.models.weights.paths import local_model_id
 
 __all__ = ["VllmReranker", "VllmRerankerConfig"]
 

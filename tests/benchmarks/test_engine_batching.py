@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ascend_eval.models.embedder.shipped import minilm_path
+from ascend_eval.models.weights.shipped import minilm_path
 
 REPO = Path(__file__).resolve().parents[2]
 

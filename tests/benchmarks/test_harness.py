@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ascend_eval.models.embedder.shipped import minilm_path
+from ascend_eval.models.weights.shipped import minilm_path
 from benchmarks.datagen import LIMITS, ZH_CHARS_PER_WORD, generate
 from benchmarks.harness import expand_runs, parse_run
 from benchmarks.report import derive, markdown

@@ -86,7 +86,7 @@ def test_the_rag_pipeline_on_local_models(jobs, tiny_llama_dir, tiny_cross_encod
 
 @pytest.mark.slow
 def test_the_judge_embeddings_example_on_the_shipped_default_models(jobs):
-    from ascend_eval.models.registry import DEFAULTS, SHIPPED
+    from ascend_eval.models.weights.registry import DEFAULTS, SHIPPED
 
     for role in ("judge", "embedder"):
         model = SHIPPED[DEFAULTS[role]]

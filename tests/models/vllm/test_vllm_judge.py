@@ -17,7 +17,7 @@ from ascend_eval.models.base import (
     GenerationParams,
     Message,
 )
-from ascend_eval.models.paths import local_model_id
+from ascend_eval.models.weights.paths import local_model_id
 from tests.models.vllm.conftest import ENGINE, needs_vllm
 
 needs_vllm()

@@ -11,7 +11,7 @@ import pytest
 
 from ascend_eval.backends import build_embedder, build_reranker
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.models.paths import local_model_id
+from ascend_eval.models.weights.paths import local_model_id
 from tests.models.vllm.conftest import ENGINE, needs_vllm
 from tests.tiny_models import minilm_dir, save_tiny_bert
 

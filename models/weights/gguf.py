@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
-from ascend_eval.models.paths import cache_root
+from ascend_eval.models.weights.paths import cache_root
 
 __all__ = ["DEFAULT_JUDGE_GGUF", "checkpoint_from_gguf", "default_judge_checkpoint", "file_sha256"]
 

