@@ -158,11 +158,9 @@ def build_judge(
 
         return OpenAIJudge(_endpoint(spec, model, api_key_env))
     vllm = _use_vllm(backend, "judge")
-    path = _local_path(spec, "judge")
-    if path.suffix.lower() == ".gguf":
-        from ascend_eval.models.weights.gguf import checkpoint_from_gguf
+    from ascend_eval.models.weights.gguf import resolve_checkpoint
 
-        path = checkpoint_from_gguf(path)  # converted once; its directory names the model
+    path = resolve_checkpoint(_local_path(spec, "judge"))  # a GGUF converts once; its directory names it
     if vllm:
         from ascend_eval.models.judge.vllm import VllmJudge, VllmJudgeConfig
 

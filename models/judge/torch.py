@@ -147,11 +147,9 @@ class TorchJudge:
 
         self.config = config
         self.device: DeviceInfo = resolve_device(config.device)
-        path = Path(config.model).expanduser()
-        if path.suffix.lower() == ".gguf":
-            from ascend_eval.models.weights.gguf import checkpoint_from_gguf
+        from ascend_eval.models.weights.gguf import resolve_checkpoint
 
-            path = checkpoint_from_gguf(path)
+        path = resolve_checkpoint(config.model)
         self.checkpoint = path
         self.model_id = local_model_id(path)
         dtype_name = self.device.default_dtype if config.dtype == "auto" else config.dtype

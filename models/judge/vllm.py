@@ -129,11 +129,9 @@ class VllmJudge:
     def __init__(self, config: VllmJudgeConfig) -> None:
         vllm = import_vllm()
         self.config = config
-        path = Path(config.model).expanduser()
-        if path.suffix.lower() == ".gguf":
-            from ascend_eval.models.weights.gguf import checkpoint_from_gguf
+        from ascend_eval.models.weights.gguf import resolve_checkpoint
 
-            path = checkpoint_from_gguf(path)
+        path = resolve_checkpoint(config.model)
         self.checkpoint = path
         self.model_id = local_model_id(path)
         self.tokenizer = load_tokenizer(path, config.trust_remote_code)

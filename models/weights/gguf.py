@@ -96,6 +96,24 @@ def _is_complete(checkpoint: Path) -> bool:
     return (checkpoint / _DONE_MARKER).is_file() and (checkpoint / "config.json").is_file()
 
 
+def resolve_checkpoint(model: str | Path) -> Path:
+    """A judge's checkpoint directory: `model` itself, or for a `.gguf` file its checkpoint converted once
+    by `checkpoint_from_gguf` and cached. The one place a GGUF judge becomes a directory.
+
+    Raises:
+        ConfigError: `model` is neither an existing `.gguf` file nor a directory with a config.json.
+    """
+    path = Path(model).expanduser()
+    if path.suffix.lower() == ".gguf":
+        return checkpoint_from_gguf(path)
+    if not (path / "config.json").is_file():
+        raise ConfigError(
+            f"Judge model '{model}' is neither a .gguf file nor a checkpoint directory with a config.json. "
+            "Pass a local directory (nothing is downloaded) or a .gguf file."
+        )
+    return path
+
+
 def checkpoint_from_gguf(gguf_file: Path, cache_dir: Path | None = None) -> Path:
     """A normal HF checkpoint (safetensors + tokenizer) converted from a GGUF file, cached once made.
 
