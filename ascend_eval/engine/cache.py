@@ -13,24 +13,12 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-from ascend_eval.models.base import (
-    ClassifyRequest,
-    ClassifyResult,
-    CrossScoreRequest,
-    EmbedRequest,
-    GenerateRequest,
-    GenerateResult,
-    Request,
-)
+from ascend_eval.engine.codecs import Result, codec_for
+from ascend_eval.models.base import Request
 
 CACHE_FORMAT = 1
 """Bumped when the stored encoding changes; part of every key, so old entries are simply not found."""
-
-Result = GenerateResult | ClassifyResult | np.ndarray | float
 
 
 def request_key(request: Request, model_id: str) -> str:
@@ -42,32 +30,6 @@ def request_key(request: Request, model_id: str) -> str:
     payload = {"format": CACHE_FORMAT, "model": model_id, "type": type(request).__name__, **asdict(request)}
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def encode_result(result: Result) -> tuple[str | None, bytes | None]:
-    if isinstance(result, GenerateResult | ClassifyResult):
-        return json.dumps(asdict(result), ensure_ascii=False), None
-    if isinstance(result, np.ndarray):
-        return json.dumps({"dim": int(result.shape[0])}), np.asarray(result, dtype=np.float32).tobytes()
-    return json.dumps({"score": float(result)}), None
-
-
-def decode_result(request: Request, text: str | None, blob: bytes | None) -> Result:
-    data: dict[str, Any] = json.loads(text) if text else {}
-    if isinstance(request, GenerateRequest):
-        return GenerateResult(**data)
-    if isinstance(request, ClassifyRequest):
-        return ClassifyResult(
-            labels=tuple(data["labels"]),
-            probs=tuple(data["probs"]),
-            prompt_tokens=data["prompt_tokens"],
-            error=data["error"],
-        )
-    if isinstance(request, EmbedRequest):
-        return np.frombuffer(blob or b"", dtype=np.float32).copy()
-    if isinstance(request, CrossScoreRequest):
-        return float(data["score"])
-    raise TypeError(f"unknown request type {type(request).__name__}")
 
 
 class RequestCache:
@@ -104,7 +66,8 @@ class RequestCache:
             for key, body, blob in self._db.execute(
                 f"SELECT key, body, blob FROM results WHERE key IN ({marks})", chunk
             ):
-                found[key] = decode_result(requests[key], body, blob)
+                request = requests[key]
+                found[key] = codec_for(request).decode(request, body, blob)
         return found
 
     def put_many(self, items: Iterable[tuple[str, Request, Result]]) -> None:
@@ -113,7 +76,7 @@ class RequestCache:
             return
         rows = []
         for key, request, result in items:
-            body, blob = encode_result(result)
+            body, blob = codec_for(request).encode(result)
             rows.append((key, getattr(request, "tag", ""), body, blob))
         self._db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)", rows)
         self._db.commit()

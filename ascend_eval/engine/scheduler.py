@@ -15,20 +15,9 @@ from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from ascend_eval.engine.cache import RequestCache, Result, request_key
-from ascend_eval.models.base import (
-    ClassifyRequest,
-    ClassifyResult,
-    Embedder,
-    EmbedRequest,
-    GenerateRequest,
-    GenerateResult,
-    Judge,
-    Request,
-    Reranker,
-)
+from ascend_eval.engine.cache import RequestCache, request_key
+from ascend_eval.engine.codecs import Codec, Result, codec_for
+from ascend_eval.models.base import Embedder, Judge, Request, Reranker
 from ascend_eval.models.errors import ConfigError
 
 logger = logging.getLogger("ascend_eval.engine")
@@ -87,31 +76,6 @@ class RoundStats:
             f"{self.cache_hits} cached, {self.sent} sent ({groups}), {self.failed} failed, "
             f"tokens in/out {self.tokens_in}/{self.tokens_out}, {self.seconds:.2f}s"
         )
-
-
-def _group(request: Request) -> tuple[Hashable, str]:
-    """The batch a request joins, and a readable label for the stats."""
-    if isinstance(request, GenerateRequest):
-        return ("generate", request.params), f"judge.generate[{request.tag or 'untagged'}]"
-    if isinstance(request, ClassifyRequest):
-        return ("classify", request.labels), f"judge.classify[{request.tag or 'untagged'}]"
-    if isinstance(request, EmbedRequest):
-        return ("embed", request.kind), f"embedder.{request.kind}"
-    return ("score",), "reranker.score"
-
-
-def _failure(result: Result) -> str | None:
-    if isinstance(result, GenerateResult | ClassifyResult) and result.error is not None:
-        return result.error
-    return None
-
-
-def _tokens(result: Result) -> tuple[int, int]:
-    if isinstance(result, GenerateResult):
-        return result.prompt_tokens, result.completion_tokens
-    if isinstance(result, ClassifyResult):
-        return result.prompt_tokens, 0
-    return 0, 0
 
 
 class Engine:
@@ -233,24 +197,28 @@ class Engine:
         # Requests of different prompts may share one batch (e.g. both NV judges ask for "0"/"2"/"4"), so
         # the stats count sent requests per prompt, not per batch.
         groups: dict[Hashable, list[str]] = defaultdict(list)
+        codecs: dict[Hashable, Codec[Any, Any]] = {}
         for key, request in unique.items():
             if key not in answers:
-                group, label = _group(request)
+                codec = codec_for(request)
+                group, label = codec.group(request)
                 groups[group].append(key)
+                codecs[group] = codec  # a group key starts with its kind: one codec per group
                 stats.batches[label] = stats.batches.get(label, 0) + 1
-        for group_keys in groups.values():
+        for group, group_keys in groups.items():
+            codec = codecs[group]
             for start in range(0, len(group_keys), self.chunk_size):
                 chunk = group_keys[start : start + self.chunk_size]
-                results = self._call([unique[k] for k in chunk])
+                results = self._call(codec, [unique[k] for k in chunk])
                 stored = []
                 for key, result in zip(chunk, results, strict=True):
-                    error = result if isinstance(result, str) else _failure(result)
+                    error = result if isinstance(result, str) else codec.error(result)
                     if error is not None:
                         failures[key] = error
                         continue
                     answers[key] = result
                     stored.append((content[key], unique[key], result))
-                    t_in, t_out = _tokens(result)
+                    t_in, t_out = codec.tokens(result)
                     stats.tokens_in += t_in
                     stats.tokens_out += t_out
                 self.cache.put_many(stored)
@@ -271,22 +239,12 @@ class Engine:
         if self.on_round is not None:
             self.on_round(stats)
 
-    def _call(self, requests: list[Request]) -> list[Result | str]:
+    def _call(self, codec: Codec[Any, Any], requests: list[Request]) -> list[Result | str]:
         """One backend call for requests of one group. A failure of the whole call fails each request
         with its message (a string) instead of ending the run."""
-        first = requests[0]
-        backend = self.backends.for_request(first)
+        backend = self.backends.for_request(requests[0])
         try:
-            if isinstance(first, GenerateRequest):
-                out: list[Any] = backend.generate(requests)  # type: ignore[union-attr]
-            elif isinstance(first, ClassifyRequest):
-                out = backend.classify(requests)  # type: ignore[union-attr]
-            elif isinstance(first, EmbedRequest):
-                matrix = backend.embed([r.text for r in requests], kind=first.kind)  # type: ignore[union-attr,attr-defined]
-                out = [np.asarray(row, dtype=np.float32) for row in matrix]
-            else:
-                scores = backend.score([(r.query, r.passage) for r in requests])  # type: ignore[union-attr,attr-defined]
-                out = [float(s) for s in scores]
+            out = codec.call(backend, requests)
         except Exception as e:  # one failed batch NaNs its own scores; everything else goes on
             logger.error("%s failed for %d requests: %s", type(backend).__name__, len(requests), e)
             return [f"{type(e).__name__}: {e}"] * len(requests)

@@ -1,0 +1,187 @@
+"""One codec per request kind: everything the engine and the cache need to know about that kind.
+
+A codec owns, for its kind of request: the batch it joins (and that batch's label in the stats), the
+backend call for a batch, how a failed result says so, the token counts it reports, and how its result
+is stored in and read back from the cache. `codec_for` is the only place that looks at a request's type;
+the scheduler and the cache ask it and never switch on the kind themselves. A new kind of request is one
+new codec here plus its entry in `_CODECS`.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Sequence
+from dataclasses import asdict
+from typing import Any, ClassVar, Generic, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ascend_eval.models.base import (
+    ClassifyRequest,
+    ClassifyResult,
+    CrossScoreRequest,
+    Embedder,
+    EmbedRequest,
+    GenerateRequest,
+    GenerateResult,
+    Judge,
+    Request,
+    Reranker,
+)
+
+Result = GenerateResult | ClassifyResult | NDArray[np.float32] | float
+"""What a backend answers for one request, by kind: text, label probabilities, a vector or a score."""
+
+RequestT = TypeVar("RequestT", GenerateRequest, ClassifyRequest, EmbedRequest, CrossScoreRequest)
+ResultT = TypeVar("ResultT")
+
+
+class Codec(ABC, Generic[RequestT, ResultT]):
+    """How the engine batches, calls, checks and accounts one kind of request, and how the cache
+    stores its result. Codecs hold no state; one instance per kind serves every request of it."""
+
+    kind: ClassVar[str]
+    """The request kind's short name, first in every group key so two kinds never share a batch."""
+
+    @abstractmethod
+    def group(self, request: RequestT) -> tuple[Hashable, str]:
+        """The batch `request` joins (requests with equal keys go to the backend together), and the
+        readable label its sent count is reported under in `RoundStats.batches`."""
+
+    @abstractmethod
+    def call(self, backend: Any, requests: Sequence[RequestT]) -> list[ResultT]:
+        """One backend call for a batch of requests that share a group key.
+
+        Returns:
+            One result per request, in input order. The engine checks the count and turns an exception
+            into a failure of this batch alone.
+        """
+
+    def error(self, result: ResultT) -> str | None:
+        """Why `result` is a failure the backend reported for this one request, or None if it is an
+        answer. Failures are neither cached nor scored."""
+        return None
+
+    def tokens(self, result: ResultT) -> tuple[int, int]:
+        """(prompt tokens, completion tokens) the backend reported for `result`."""
+        return 0, 0
+
+    @abstractmethod
+    def encode(self, result: ResultT) -> tuple[str, bytes | None]:
+        """The result as stored in the cache: JSON text (the `body` column) and optional raw bytes."""
+
+    @abstractmethod
+    def decode(self, request: RequestT, body: str | None, blob: bytes | None) -> ResultT:
+        """The result `encode` stored, read back for `request`."""
+
+
+class GenerateCodec(Codec[GenerateRequest, GenerateResult]):
+    kind = "generate"
+
+    def group(self, request: GenerateRequest) -> tuple[Hashable, str]:
+        return (self.kind, request.params), f"judge.generate[{request.tag or 'untagged'}]"
+
+    def call(self, backend: Judge, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        return list(backend.generate(requests))
+
+    def error(self, result: GenerateResult) -> str | None:
+        return result.error
+
+    def tokens(self, result: GenerateResult) -> tuple[int, int]:
+        return result.prompt_tokens, result.completion_tokens
+
+    def encode(self, result: GenerateResult) -> tuple[str, bytes | None]:
+        return json.dumps(asdict(result), ensure_ascii=False), None
+
+    def decode(self, request: GenerateRequest, body: str | None, blob: bytes | None) -> GenerateResult:
+        return GenerateResult(**_json(body))
+
+
+class ClassifyCodec(Codec[ClassifyRequest, ClassifyResult]):
+    kind = "classify"
+
+    def group(self, request: ClassifyRequest) -> tuple[Hashable, str]:
+        return (self.kind, request.labels), f"judge.classify[{request.tag or 'untagged'}]"
+
+    def call(self, backend: Judge, requests: Sequence[ClassifyRequest]) -> list[ClassifyResult]:
+        return list(backend.classify(requests))
+
+    def error(self, result: ClassifyResult) -> str | None:
+        return result.error
+
+    def tokens(self, result: ClassifyResult) -> tuple[int, int]:
+        return result.prompt_tokens, 0
+
+    def encode(self, result: ClassifyResult) -> tuple[str, bytes | None]:
+        return json.dumps(asdict(result), ensure_ascii=False), None
+
+    def decode(self, request: ClassifyRequest, body: str | None, blob: bytes | None) -> ClassifyResult:
+        data = _json(body)
+        return ClassifyResult(
+            labels=tuple(data["labels"]),
+            probs=tuple(data["probs"]),
+            prompt_tokens=data["prompt_tokens"],
+            error=data["error"],
+        )
+
+
+class EmbedCodec(Codec[EmbedRequest, NDArray[np.float32]]):
+    kind = "embed"
+
+    def group(self, request: EmbedRequest) -> tuple[Hashable, str]:
+        # Query and document texts may be embedded differently (e5's "query: " prefix): one call per kind.
+        return (self.kind, request.kind), f"embedder.{request.kind}"
+
+    def call(self, backend: Embedder, requests: Sequence[EmbedRequest]) -> list[NDArray[np.float32]]:
+        matrix = backend.embed([r.text for r in requests], kind=requests[0].kind)
+        return [np.asarray(row, dtype=np.float32) for row in matrix]
+
+    def encode(self, result: NDArray[np.float32]) -> tuple[str, bytes | None]:
+        # The vector as raw float32 bytes: exact, and a quarter of the size of JSON numbers.
+        return json.dumps({"dim": int(result.shape[0])}), np.asarray(result, dtype=np.float32).tobytes()
+
+    def decode(self, request: EmbedRequest, body: str | None, blob: bytes | None) -> NDArray[np.float32]:
+        return np.frombuffer(blob or b"", dtype=np.float32).copy()
+
+
+class CrossScoreCodec(Codec[CrossScoreRequest, float]):
+    kind = "score"
+
+    def group(self, request: CrossScoreRequest) -> tuple[Hashable, str]:
+        return (self.kind,), "reranker.score"
+
+    def call(self, backend: Reranker, requests: Sequence[CrossScoreRequest]) -> list[float]:
+        return [float(s) for s in backend.score([(r.query, r.passage) for r in requests])]
+
+    def encode(self, result: float) -> tuple[str, bytes | None]:
+        return json.dumps({"score": float(result)}), None
+
+    def decode(self, request: CrossScoreRequest, body: str | None, blob: bytes | None) -> float:
+        return float(_json(body)["score"])
+
+
+def _json(body: str | None) -> dict[str, Any]:
+    return json.loads(body) if body else {}
+
+
+_CODECS: dict[type, Codec[Any, Any]] = {
+    GenerateRequest: GenerateCodec(),
+    ClassifyRequest: ClassifyCodec(),
+    EmbedRequest: EmbedCodec(),
+    CrossScoreRequest: CrossScoreCodec(),
+}
+
+
+def codec_for(request: Request) -> Codec[Any, Any]:
+    """The codec of `request`'s kind: the one place the engine and the cache dispatch on it.
+
+    Raises:
+        TypeError: `request` is not one of the request types in `ascend_eval.models.base`.
+    """
+    try:
+        return _CODECS[type(request)]
+    except KeyError:
+        valid = ", ".join(t.__name__ for t in _CODECS)
+        raise TypeError(f"Unknown request type {type(request).__name__}; valid: {valid}.") from None
