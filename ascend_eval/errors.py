@@ -3,9 +3,17 @@
 from ascend_eval.models.errors import (
     AscendEvalError,
     BackendError,
+    CacheError,
     ConfigError,
     DataError,
     MissingDependencyError,
 )
 
-__all__ = ["AscendEvalError", "BackendError", "ConfigError", "DataError", "MissingDependencyError"]
+__all__ = [
+    "AscendEvalError",
+    "BackendError",
+    "CacheError",
+    "ConfigError",
+    "DataError",
+    "MissingDependencyError",
+]

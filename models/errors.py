@@ -25,3 +25,8 @@ class MissingDependencyError(AscendEvalError, ImportError):
 
 class BackendError(AscendEvalError, RuntimeError):
     """A model runtime failed: it could not load, or a whole batch failed."""
+
+
+class CacheError(ConfigError):
+    """The request cache file cannot be used: damaged, locked by another process, or read-only. Raised when
+    the cache is opened, before any request is sent; the message names the file and how to go on."""

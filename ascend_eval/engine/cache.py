@@ -3,12 +3,22 @@
 An interrupted run resumes without recomputing (each batch is committed as soon as it returns), and a
 re-run with one metric added only pays for that metric. SQLite in WAL mode: one file, safe against a kill
 mid-write, readable while a run is going on.
+
+A cached answer is used only when it is exactly what was stored for that key: each row carries a checksum
+of its key, body and blob, and each codec checks that the row is a well-formed answer to its request. A row
+that fails either is a miss (counted, logged, recomputed and overwritten), never a score. A file that
+cannot serve as a cache (not SQLite, truncated, another table layout, locked by another process,
+read-only) is refused when the cache is opened, before any request is sent, with a `CacheError` that
+names the file and the way on. Once a run has started, a cache that fails is dropped for the rest of the
+run (logged) instead of ending it: the answers in hand are worth more than the cache.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
@@ -16,6 +26,9 @@ from pathlib import Path
 
 from ascend_eval.engine.codecs import Result, codec_for
 from ascend_eval.models.base import Request
+from ascend_eval.models.errors import CacheError
+
+logger = logging.getLogger("ascend_eval.engine")
 
 CACHE_FORMAT = 1
 """Bumped when the stored encoding changes; part of every key, so old entries are simply not found."""
@@ -29,45 +42,109 @@ def request_key(request: Request, model_id: str) -> str:
     """
     payload = {"format": CACHE_FORMAT, "model": model_id, "type": type(request).__name__, **asdict(request)}
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    # surrogatepass: a lone surrogate (from a badly decoded file, say) still hashes to a stable key; every
+    # other string encodes exactly as plain UTF-8, so no existing key changes.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+BUSY_TIMEOUT_S = 30.0
+"""How long to wait for another process's write to the cache before giving up (SQLite's busy timeout).
+Runs sharing a cache commit one chunk at a time, so a wait this long means a stuck or foreign writer."""
+
+_NEXT = "pass cache_dir=False (CLI: --no-cache) to run without a cache, or another cache_dir (--cache-dir)"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_COLUMNS = ("key", "tag", "body", "blob")
+
+
+def row_checksum(key: str, body: bytes | None, blob: bytes | None) -> str:
+    """The checksum stored with a row: blake2b-128 over its key, its body's UTF-8 bytes and its blob.
+
+    The key is covered too, so a row copied or swapped onto another key is caught, not only a changed
+    digit. Each part is length-prefixed (absent parts get their own marker): no two rows collide by
+    shifting bytes between parts.
+    """
+    h = hashlib.blake2b(digest_size=16)
+    for part in (key.encode("utf-8", "surrogatepass"), body, blob):
+        if part is None:
+            h.update(b"\xff" * 8)
+        else:
+            h.update(len(part).to_bytes(8, "little"))
+            h.update(part)
+    return h.hexdigest()
+
+
+def _sql_checksum(key: object, body: object, blob: object) -> str | None:
+    """`row_checksum` as an SQL function (for adding checksums to an older cache); None for a row whose
+    columns have impossible types, which then reads as a miss."""
+    if isinstance(key, str) and isinstance(body, bytes | None) and isinstance(blob, bytes | None):
+        return row_checksum(key, body, blob)
+    return None
 
 
 class RequestCache:
-    """Stores answered requests by key. `path=None` keeps nothing (a cache that always misses)."""
+    """Stores answered requests by key. `path=None` keeps nothing (a cache that always misses).
 
-    def __init__(self, path: Path | str | None) -> None:
+    Args:
+        path: the SQLite file; created (with its folder) if absent. A zero-length file is an empty cache.
+        busy_timeout: seconds to wait for another process's write lock (default `BUSY_TIMEOUT_S`).
+
+    Raises:
+        CacheError: the file is not a usable cache (not SQLite, truncated, another layout), is locked by
+            another process past `busy_timeout`, or cannot be written (file or folder read-only). Raised
+            here, before any request is sent.
+    """
+
+    def __init__(self, path: Path | str | None, *, busy_timeout: float | None = None) -> None:
         self.path = None if path is None else Path(path)
+        self.rejected = 0
+        """Rows found but not used since the cache was opened: failed checksum or not a valid answer."""
+        self.failure: str | None = None
+        """Why the cache was dropped in the middle of a run, if it was."""
         self._db: sqlite3.Connection | None = None
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, tag TEXT, body TEXT, blob BLOB)"
-            )
-            self._db.commit()
+            self._db = _open(self.path, BUSY_TIMEOUT_S if busy_timeout is None else busy_timeout)
 
     @property
     def enabled(self) -> bool:
         return self._db is not None
 
     def get_many(self, items: Sequence[tuple[str, Request]]) -> dict[str, Result]:
-        """The cached results among `items` (pairs of key and request), by key."""
+        """The cached results among `items` (pairs of key and request), by key. A row that fails its
+        checksum or does not decode as an answer to its request is left out: a miss, to be recomputed."""
         if self._db is None or not items:
             return {}
         found: dict[str, Result] = {}
         requests = dict(items)
         keys = list(requests)
-        # SQLite limits the number of bound parameters per statement; look up in slices.
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for key, body, blob in self._db.execute(
-                f"SELECT key, body, blob FROM results WHERE key IN ({marks})", chunk
-            ):
-                request = requests[key]
-                found[key] = codec_for(request).decode(request, body, blob)
+        bad = 0
+        try:
+            # SQLite limits the number of bound parameters per statement; look up in slices. The body
+            # is read as bytes: the checksum covers them, and bytes that are not UTF-8 make a miss, not
+            # an exception in the middle of the fetch.
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT key, CAST(body AS BLOB), blob, checksum FROM results WHERE key IN ({marks})",
+                    chunk,
+                ).fetchall()
+                for key, body, blob, checksum in rows:
+                    result = _read(requests[key], key, body, blob, checksum)
+                    if result is None:
+                        bad += 1
+                    else:
+                        found[key] = result
+        except sqlite3.Error as e:
+            self._give_up("reading", e)
+            return {}
+        if bad:
+            self.rejected += bad
+            logger.warning(
+                "%d cached result(s) in %s failed their checksum or are not valid answers; they are "
+                "recomputed and overwritten.",
+                bad,
+                self.path,
+            )
         return found
 
     def put_many(self, items: Iterable[tuple[str, Request, Result]]) -> None:
@@ -77,14 +154,33 @@ class RequestCache:
         rows = []
         for key, request, result in items:
             body, blob = codec_for(request).encode(result)
-            rows.append((key, getattr(request, "tag", ""), body, blob))
-        self._db.executemany("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?)", rows)
-        self._db.commit()
+            checksum = row_checksum(key, body.encode("utf-8"), blob)
+            rows.append((key, getattr(request, "tag", ""), body, blob, checksum))
+        if not rows:
+            return
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO results (key, tag, body, blob, checksum) VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as e:
+            self._give_up(f"storing {len(rows)} answers", e)
 
     def __len__(self) -> int:
         if self._db is None:
             return 0
-        return int(self._db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+        try:
+            return int(self._db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+        except sqlite3.Error as e:
+            self._give_up("counting rows", e)
+            return 0
 
     def close(self) -> None:
         if self._db is not None:
@@ -96,3 +192,167 @@ class RequestCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _give_up(self, action: str, e: sqlite3.Error) -> None:
+        """Drop the cache for the rest of this run: the run goes on, answering everything itself."""
+        self.failure = _describe(e, self.path)  # type: ignore[arg-type]
+        logger.error(
+            "The request cache failed while %s; this run goes on without it (its answers are kept in "
+            "memory, not cached). %s",
+            action,
+            self.failure,
+        )
+        self.close()
+
+
+def _read(request: Request, key: str, body: object, blob: object, checksum: object) -> Result | None:
+    """The result stored in one row, or None if the row is not exactly what was stored for `key` or is
+    not a well-formed answer to `request`."""
+    if not isinstance(body, bytes | None) or not isinstance(blob, bytes | None):
+        return None
+    if checksum is None or checksum != row_checksum(key, body, blob):
+        return None  # changed since it was written (or an older row that could not be checked)
+    try:
+        text = None if body is None else body.decode("utf-8")
+        return codec_for(request).decode(request, text, blob)
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _connect(path: Path, timeout: float) -> sqlite3.Connection:
+    # Autocommit: put_many opens its own write transaction (BEGIN IMMEDIATE) and commits it at once.
+    return sqlite3.connect(path, timeout=timeout, isolation_level=None)
+
+
+def _open(path: Path, timeout: float) -> sqlite3.Connection:
+    """Open (or create) the cache file and make sure this run can both read and write it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CacheError(f"Cannot create the request cache folder {path.parent} ({e}); {_NEXT}.") from None
+    _check_header(path)
+    db: sqlite3.Connection | None = None
+    try:
+        db = _connect(path, timeout)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        _ensure_layout(db, path)
+        # A write that is rolled back: the only test of writability that is honest as root too (root
+        # passes every permission check, but not a read-only mount, an immutable file or a held lock).
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("INSERT OR REPLACE INTO results (key) VALUES (?)", ("",))
+        db.execute("ROLLBACK")
+    except BaseException as e:
+        if db is not None:
+            db.close()
+        if isinstance(e, sqlite3.Error):
+            raise CacheError(_describe(e, path, timeout)) from None
+        raise
+    return db
+
+
+def _check_header(path: Path) -> None:
+    """Refuse a file that is not SQLite or is shorter than its own header says (cut off by a full disk
+    or a partial copy). SQLite itself only notices the latter when a missing page is read, mid-run."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise CacheError(f"Cannot read the request cache {path} ({e}); {_NEXT}.") from None
+    if size == 0:
+        return  # SQLite treats an empty file as an empty database
+    try:
+        with path.open("rb") as f:
+            head = f.read(100)
+    except OSError as e:
+        raise CacheError(f"Cannot read the request cache {path} ({e}); {_NEXT}.") from None
+    aside = "Move it aside (or delete it) to start a new cache, or"
+    if not head.startswith(_SQLITE_MAGIC):
+        raise CacheError(
+            f"The request cache {path} is not a SQLite database (it starts with {head[:16]!r}). "
+            f"{aside} {_NEXT}."
+        )
+    if len(head) < 100:
+        raise CacheError(
+            f"The request cache {path} is truncated ({size} bytes, less than its header). {aside} {_NEXT}."
+        )
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    # The page count is valid only when the change counter matches "version-valid-for" (SQLite file
+    # format, section 1.3.7); while a write-ahead log exists, the file may lag its header legitimately.
+    wal = Path(f"{path}-wal")
+    wal_pending = wal.exists() and wal.stat().st_size > 0
+    if head[24:28] == head[92:96] and not wal_pending and size < pages * page_size:
+        raise CacheError(
+            f"The request cache {path} is truncated: {size} bytes, its header says {pages * page_size}. "
+            f"{aside} {_NEXT}."
+        )
+
+
+def _ensure_layout(db: sqlite3.Connection, path: Path) -> None:
+    """Create the results table, refuse one of another layout, and give an older cache its checksums."""
+    columns = {row[1]: row for row in db.execute("PRAGMA table_info(results)")}
+    if not columns:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS results "
+            "(key TEXT PRIMARY KEY, tag TEXT, body TEXT, blob BLOB, checksum TEXT)"
+        )
+        return
+    missing = [c for c in _COLUMNS if c not in columns]
+    if missing or columns["key"][5] != 1:
+        raise CacheError(
+            f"The request cache {path} has a results table with columns {sorted(columns)} (key as primary "
+            f"key: {columns.get('key', [0] * 6)[5] == 1}); a cache needs {list(_COLUMNS)} with key as its "
+            f"primary key. It was edited or written by another program. Move it aside to start a new "
+            f"cache, or {_NEXT}."
+        )
+    if "checksum" in columns:
+        return
+    # A cache written before rows had checksums. Its rows are trusted once, as they are (recomputing them
+    # all would cost the judge time the cache exists to save); from now on any change to them is caught.
+    # Rows that do not decode are still misses: every read checks the row as an answer too.
+    db.create_function("ascend_eval_checksum", 3, _sql_checksum, deterministic=True)
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("ALTER TABLE results ADD COLUMN checksum TEXT")
+        n = db.execute(
+            "UPDATE results SET checksum = ascend_eval_checksum(key, CAST(body AS BLOB), blob)"
+        ).rowcount
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    logger.info("Added checksums to the %d rows of the older request cache %s.", n, path)
+
+
+def _describe(e: sqlite3.Error, path: Path, timeout: float | None = None) -> str:
+    """What an SQLite error means for the cache file at `path`, and what to do next."""
+    name = getattr(e, "sqlite_errorname", "") or ""  # Python >= 3.11
+    text = str(e)
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
+        waited = "" if timeout is None else f" (still after waiting {timeout:g} s)"
+        return (
+            f"The request cache {path} is locked by another process{waited}: another run writing to the "
+            f"same cache, or a program holding it open. Wait for it to finish, or {_NEXT}."
+        )
+    if name.startswith("SQLITE_READONLY") or "readonly" in text:
+        return (
+            f"The request cache {path} is read-only ({text}), so this run could not store its answers. "
+            f"Make the file and its folder writable, or {_NEXT}."
+        )
+    if name.startswith("SQLITE_CANTOPEN") or "unable to open" in text:
+        where = path.parent if not os.access(path.parent, os.W_OK) else path
+        return (
+            f"Cannot open the request cache {path} ({text}): {where} is not writable, or {path} is not "
+            f"a file. SQLite needs to write the file and create its -wal and -shm files next to it. "
+            f"Make the folder writable, or {_NEXT}."
+        )
+    if name == "SQLITE_FULL" or "is full" in text:
+        return f"The disk holding the request cache {path} is full ({text}). Free space, or {_NEXT}."
+    return (
+        f"The request cache {path} is damaged ({text}). Move it aside (or delete it) to start a new cache, "
+        f"or {_NEXT}."
+    )

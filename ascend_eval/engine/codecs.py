@@ -74,7 +74,12 @@ class Codec(ABC, Generic[RequestT, ResultT]):
 
     @abstractmethod
     def decode(self, request: RequestT, body: str | None, blob: bytes | None) -> ResultT:
-        """The result `encode` stored, read back for `request`."""
+        """The result `encode` stored, read back for `request`.
+
+        Raises:
+            ValueError: the row is not a well-formed answer to `request` (wrong keys or types, labels
+                that are not the request's, a vector of the wrong length); the cache counts it as a miss.
+        """
 
 
 class GenerateCodec(Codec[GenerateRequest, GenerateResult]):
@@ -93,10 +98,20 @@ class GenerateCodec(Codec[GenerateRequest, GenerateResult]):
         return result.prompt_tokens, result.completion_tokens
 
     def encode(self, result: GenerateResult) -> tuple[str, bytes | None]:
-        return json.dumps(asdict(result), ensure_ascii=False), None
+        return _dumps(asdict(result)), None
 
     def decode(self, request: GenerateRequest, body: str | None, blob: bytes | None) -> GenerateResult:
-        return GenerateResult(**_json(body))
+        data = _object(body, ("text", "finish_reason", "prompt_tokens", "completion_tokens", "error"))
+        if data["finish_reason"] not in ("stop", "length") or data["error"] is not None:
+            raise ValueError(
+                f"finish_reason {data['finish_reason']!r} / error {data['error']!r}: not an answer"
+            )
+        return GenerateResult(
+            text=_typed(data, "text", str),
+            finish_reason=data["finish_reason"],
+            prompt_tokens=_count(data, "prompt_tokens"),
+            completion_tokens=_count(data, "completion_tokens"),
+        )
 
 
 class ClassifyCodec(Codec[ClassifyRequest, ClassifyResult]):
@@ -115,15 +130,21 @@ class ClassifyCodec(Codec[ClassifyRequest, ClassifyResult]):
         return result.prompt_tokens, 0
 
     def encode(self, result: ClassifyResult) -> tuple[str, bytes | None]:
-        return json.dumps(asdict(result), ensure_ascii=False), None
+        return _dumps(asdict(result)), None
 
     def decode(self, request: ClassifyRequest, body: str | None, blob: bytes | None) -> ClassifyResult:
-        data = _json(body)
+        data = _object(body, ("labels", "probs", "prompt_tokens", "error"))
+        if data["labels"] != list(request.labels) or data["error"] is not None:
+            raise ValueError(
+                f"labels {data['labels']!r} / error {data['error']!r} do not answer {request.labels}"
+            )
+        probs = _typed(data, "probs", list)
+        if len(probs) != len(request.labels) or not all(_is_number(p) and 0.0 <= p <= 1.0 for p in probs):
+            raise ValueError(f"probs {probs!r} are not {len(request.labels)} probabilities")
         return ClassifyResult(
-            labels=tuple(data["labels"]),
-            probs=tuple(data["probs"]),
-            prompt_tokens=data["prompt_tokens"],
-            error=data["error"],
+            labels=request.labels,
+            probs=tuple(float(p) for p in probs),
+            prompt_tokens=_count(data, "prompt_tokens"),
         )
 
 
@@ -143,7 +164,10 @@ class EmbedCodec(Codec[EmbedRequest, NDArray[np.float32]]):
         return json.dumps({"dim": int(result.shape[0])}), np.asarray(result, dtype=np.float32).tobytes()
 
     def decode(self, request: EmbedRequest, body: str | None, blob: bytes | None) -> NDArray[np.float32]:
-        return np.frombuffer(blob or b"", dtype=np.float32).copy()
+        dim = _count(_object(body, ("dim",)), "dim")
+        if blob is None or len(blob) != 4 * dim or dim == 0:
+            raise ValueError(f"{0 if blob is None else len(blob)} bytes for a vector of {dim} float32")
+        return np.frombuffer(blob, dtype=np.float32).copy()
 
 
 class CrossScoreCodec(Codec[CrossScoreRequest, float]):
@@ -159,11 +183,48 @@ class CrossScoreCodec(Codec[CrossScoreRequest, float]):
         return json.dumps({"score": float(result)}), None
 
     def decode(self, request: CrossScoreRequest, body: str | None, blob: bytes | None) -> float:
-        return float(_json(body)["score"])
+        score = _object(body, ("score",))["score"]
+        if not _is_number(score):
+            raise ValueError(f"score {score!r} is not a number")
+        return float(score)
 
 
-def _json(body: str | None) -> dict[str, Any]:
-    return json.loads(body) if body else {}
+def _dumps(data: dict[str, Any]) -> str:
+    """JSON text for the `body` column, non-ASCII kept as is (readable rows, and the format every existing
+    cache has). Text with a lone surrogate (valid in Python, not in UTF-8, which is all SQLite stores)
+    falls back to `\\uXXXX` escapes, which `json.loads` turns back into the same string."""
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data)
+    return text
+
+
+def _object(body: str | None, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The JSON object in `body`, which must have exactly `keys`."""
+    data = json.loads(body) if body else None
+    if not isinstance(data, dict) or set(data) != set(keys):
+        found = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"expected a JSON object with keys {sorted(keys)}, found {found}")
+    return data
+
+
+def _typed(data: dict[str, Any], key: str, kind: type) -> Any:
+    if not isinstance(data[key], kind):
+        raise ValueError(f"{key} is {type(data[key]).__name__}, not {kind.__name__}")
+    return data[key]
+
+
+def _count(data: dict[str, Any], key: str) -> int:
+    value = data[key]
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{key} {value!r} is not a count")
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)  # not bool, which is an int subclass
 
 
 _CODECS: dict[type, Codec[Any, Any]] = {
