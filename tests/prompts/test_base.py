@@ -128,3 +128,14 @@ def test_a_positive_label_must_be_one_of_the_labels():
 def test_generate_parse_reports_backend_errors():
     failure = STATEMENTS.parse(GenerateResult.failed("connection refused"))
     assert failure.reason == "backend_error: connection refused"
+
+
+def test_every_prompt_is_registered_once_by_its_tag():
+    import ascend_eval.prompts as prompts
+    from ascend_eval.prompts import PROMPTS
+
+    assert all(tag == spec.tag for tag, spec in PROMPTS.items())
+    assert STATEMENTS in PROMPTS.values() and STATEMENT_SUPPORT in PROMPTS.values()
+    assert len(PROMPTS) == 21  # 9 prompts, and 6 rating judges in both a classify and a JSON form
+    with pytest.raises(ValueError, match="Two prompts are tagged 'statements@1'"):
+        prompts._by_tag(STATEMENTS, replace(STATEMENTS, instruction={"en": "other", "zh": "其他"}))
