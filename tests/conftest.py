@@ -22,7 +22,10 @@ _INPUT = re.compile(r"(?:Input|输入): (\{.*\})\n", re.DOTALL)
 
 
 def sample_input(request: GenerateRequest | ClassifyRequest) -> dict:
-    """The sample's input JSON that our prompts put last, read back out of the rendered prompt."""
+    """The sample's input JSON that our prompts put last, read back out of the rendered prompt.
+
+    For the rule judge of end-to-end tests (whole datasets, requests that arrive over HTTP as text). Metric
+    tests answer from recorded outputs instead (`tests/recorded_judge.py`), looked up by request."""
     text = request.messages[-1].content
     last = text.rsplit("\n\n", 2)[-1]
     match = _INPUT.search(last + "\n")

@@ -38,12 +38,6 @@ METRICS: dict[str, type[Metric]] = {
     )
 }
 
-RAGAS_METRICS = (
-    "answer_correctness", "answer_relevancy", "answer_similarity", "context_precision", "context_recall",
-    "context_entity_recall", "context_utilization", "faithfulness", "noise_sensitivity", "nv_accuracy",
-    "nv_context_relevance", "nv_response_groundedness",
-)  # fmt: skip
-
 ALIASES: dict[str, str] = {
     # NeMo Evaluator's RAG metric job names
     "system/rag-faithfulness": "faithfulness",
@@ -70,7 +64,7 @@ ALIASES: dict[str, str] = {
 
 
 def metric_names() -> list[str]:
-    """The metrics this version computes."""
+    """Every metric's name (its result column)."""
     return sorted(METRICS)
 
 
@@ -81,17 +75,12 @@ def canonical_name(name: str) -> str:
     """The metric's result-column name for `name` or any alias.
 
     Raises:
-        ConfigError: the name is unknown (with the closest valid names), or is a RAGAS metric this
-            version does not compute yet.
+        ConfigError: the name is unknown (with the closest valid names).
     """
     key = name.strip()
     key = ALIASES.get(key, ALIASES.get(key.lower(), key.lower()))
     if key in METRICS or _MODE.match(key):
         return key
-    if key in RAGAS_METRICS:
-        raise ConfigError(
-            f"Metric {name!r} is not available in this version of ascend-eval. Available: {metric_names()}."
-        )
     close = difflib.get_close_matches(key, [*METRICS, *ALIASES], n=3, cutoff=0.6)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     raise ConfigError(f"Unknown metric {name!r}.{hint} Available: {metric_names()}.")

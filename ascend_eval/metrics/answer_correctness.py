@@ -42,11 +42,8 @@ from ascend_eval.models.base import ClassifyResult, EmbedRequest, GenerateReques
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.correctness import CORRECTNESS, CorrectnessInput
-from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
+from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SupportInput
 from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, read_statements
-
-THRESHOLD = 0.5
-"""A statement counts as supported when p(supported) is above this (as in faithfulness)."""
 
 
 def fbeta_score(tp: int, fp: int, fn: int, beta: float = 1.0) -> float:
@@ -84,10 +81,6 @@ def weighted_score(factuality: float, similarity: float, weights: Sequence[float
     nan
     """
     return float(np.average([factuality, similarity], weights=weights))
-
-
-def _p_supported(result: ClassifyResult) -> float:
-    return result.probs[result.labels.index(SUPPORTED)]
 
 
 class AnswerCorrectness(Metric):
@@ -184,19 +177,21 @@ class AnswerCorrectness(Metric):
             # keeps links between claims that splitting loses. This also makes the a-vs-reference requests
             # identical to noise_sensitivity's, so the engine runs them once.
             pairs = [(reference, a) for a in answer] + [(response, g) for g in truth]
-            verdicts: list[ClassifyResult] = yield [
+            results: list[ClassifyResult] = yield [
                 STATEMENT_SUPPORT.request(SupportInput(context=text, statement=s), ctx.language)
                 for text, s in pairs
             ]
-            p_answer = [_p_supported(v) for v in verdicts[: len(answer)]]
-            p_truth = [_p_supported(v) for v in verdicts[len(answer) :]]
-            tp = sum(p > THRESHOLD for p in p_answer)
-            fp = len(p_answer) - tp
-            fn = sum(p <= THRESHOLD for p in p_truth)
+            verdicts = STATEMENT_SUPPORT.parse_all(results)
+            if isinstance(verdicts, ParseFailure):
+                return MetricResult.nan(verdicts.reason, raw=verdicts.raw, **details)
+            supported, covered = verdicts[: len(answer)], verdicts[len(answer) :]
+            tp = sum(v.holds for v in supported)
+            fp = len(supported) - tp
+            fn = sum(not v.holds for v in covered)
             factuality = fbeta_score(tp, fp, fn, self.beta)
             details |= {
-                "p_response_supported": [round(p, 6) for p in p_answer],
-                "p_reference_covered": [round(p, 6) for p in p_truth],
+                "p_response_supported": [round(v.p_positive, 6) for v in supported],
+                "p_reference_covered": [round(v.p_positive, 6) for v in covered],
                 "tp": tp,
                 "fp": fp,
                 "fn": fn,

@@ -5,9 +5,12 @@ answer: the reference (context_precision) or the response (context_utilization).
 precision of those verdicts over the ranking. One request per context, all in one round, so the engine
 batches every context of every sample together (RAGAS sends them one after another).
 
-* "classify" judge mode: a CONTEXT_USEFUL `Classify` request per context; useful when p("1") > 0.5.
+* "classify" judge mode: a CONTEXT_USEFUL `Classify` request per context; useful when p("1") is above
+  `VERDICT_THRESHOLD` (0.5).
 * "generate" judge mode: a CONTEXT_USEFUL_VERDICT JSON call `{reason, verdict}` per context (RAGAS's
-  procedure); one unparsable verdict makes the sample NaN, since every rank counts.
+  procedure).
+
+In both modes one verdict that cannot be read makes the sample NaN, since every rank counts.
 
 Default behaviour, and what `ragas_compat=True` does instead (RAGAS legacy):
 
@@ -26,18 +29,10 @@ from ascend_eval.data import Column, Sample
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
 from ascend_eval.models.base import ClassifyResult
 from ascend_eval.prompts.base import ParseFailure
-from ascend_eval.prompts.context_usefulness import (
-    CONTEXT_USEFUL,
-    CONTEXT_USEFUL_VERDICT,
-    USEFUL,
-    UsefulnessInput,
-)
+from ascend_eval.prompts.context_usefulness import CONTEXT_USEFUL, CONTEXT_USEFUL_VERDICT, UsefulnessInput
 
 RAGAS_EPS = 1e-10
 """What RAGAS adds to the average precision's denominator."""
-
-THRESHOLD = 0.5
-"""A context counts as useful when p(useful) is above this."""
 
 
 def average_precision(verdicts: Sequence[int], *, eps: float = 0.0) -> float:
@@ -70,6 +65,14 @@ def average_precision(verdicts: Sequence[int], *, eps: float = 0.0) -> float:
     return numerator / denominator
 
 
+def _first_failure(parsed: Sequence[object]) -> MetricResult | None:
+    """NaN for the first context whose verdict cannot be read, with its rank (1 = best), or None."""
+    for rank, p in enumerate(parsed, start=1):
+        if isinstance(p, ParseFailure):
+            return MetricResult.nan(p.reason, raw=p.raw, rank=rank)
+    return None
+
+
 class _ContextUsefulness(Metric):
     """Shared plan: judge each context's usefulness for `answer_column`, then average precision."""
 
@@ -90,15 +93,16 @@ class _ContextUsefulness(Metric):
         details: dict[str, Any] = {}
         if ctx.judge_mode == "classify":
             results: list[ClassifyResult] = yield [CONTEXT_USEFUL.request(x, ctx.language) for x in inputs]
-            probs = [r.probs[r.labels.index(USEFUL)] for r in results]
-            verdicts = [int(p > THRESHOLD) for p in probs]
-            details["p_useful"] = [round(p, 6) for p in probs]
+            useful = [CONTEXT_USEFUL.parse(r) for r in results]
+            if (failed := _first_failure(useful)) is not None:
+                return failed
+            verdicts = [int(v.holds) for v in useful]  # type: ignore[union-attr]
+            details["p_useful"] = [round(v.p_positive, 6) for v in useful]  # type: ignore[union-attr]
         else:
             raws = yield [CONTEXT_USEFUL_VERDICT.request(x, ctx.language) for x in inputs]
             parsed = [CONTEXT_USEFUL_VERDICT.parse(r) for r in raws]
-            failed = next((p for p in parsed if isinstance(p, ParseFailure)), None)
-            if failed is not None:
-                return MetricResult.nan(failed.reason, raw=failed.raw, rank=parsed.index(failed) + 1)
+            if (failed := _first_failure(parsed)) is not None:
+                return failed
             verdicts = [1 if p.verdict else 0 for p in parsed]  # type: ignore[union-attr]
             details["reasons"] = [p.reason for p in parsed]  # type: ignore[union-attr]
         details["verdicts"] = verdicts

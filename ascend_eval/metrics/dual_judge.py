@@ -8,7 +8,9 @@ digit; here both go out in the same round, and a judge that cannot answer off th
   probability-weighted mean rating divided by the top of the scale (the probabilities are recorded);
   under `ragas_compat` it is the most probable rating, as RAGAS reads one sampled digit.
 * generate mode: one JSON request per judge, `{"rating": int}` with the scale as an enum in the schema.
-  A judge whose output cannot be read is NaN (with its raw text) and the combination decides.
+
+In either mode a judge whose answer cannot be read (the prompt's `parse` fails) is NaN, with its raw
+answer kept, and the combination decides.
 """
 
 from __future__ import annotations
@@ -93,17 +95,17 @@ def rate_twice(
 
     Returns:
         A `MetricResult`: the combined score, with each judge's normalised rating (None when it failed) in
-        `details["ratings"]`, the label probabilities (classify mode) or the raw rating / parse failure
-        (generate mode).
+        `details["ratings"]`, the label probabilities in `details["probs"]` (classify mode) and, when a
+        judge's answer could not be read, each judge's failure (or None) in `details["failures"]`.
     """
     details: dict[str, Any] = {}
     ratings: list[float] = []
+    failures: list[dict[str, str] | None] = []
     if ctx.judge_mode == "generate":
         results: list[GenerateResult] = yield [
             judge.generate.request(x, ctx.language)  # type: ignore[arg-type]
             for judge, x in zip(judges, inputs, strict=True)
         ]
-        failures = []
         for judge, result in zip(judges, results, strict=True):
             parsed = judge.generate.parse(result)
             if isinstance(parsed, ParseFailure):
@@ -112,16 +114,26 @@ def rate_twice(
             else:
                 ratings.append(parsed.rating / judge.top)
                 failures.append(None)
-        if any(failures):
-            details["failures"] = failures
     else:
-        verdicts: list[ClassifyResult] = yield [
+        answers: list[ClassifyResult] = yield [
             judge.classify.request(x, ctx.language)  # type: ignore[arg-type]
             for judge, x in zip(judges, inputs, strict=True)
         ]
         read = most_probable_rating if ctx.ragas_compat else expected_rating
-        ratings = [read(v.probs, judge.scale) for judge, v in zip(judges, verdicts, strict=True)]
-        details["probs"] = [[round(p, 6) for p in v.probs] for v in verdicts]
+        probs: list[list[float] | None] = []
+        for judge, answer in zip(judges, answers, strict=True):
+            verdict = judge.classify.parse(answer)
+            if isinstance(verdict, ParseFailure):
+                ratings.append(math.nan)
+                failures.append({"reason": verdict.reason, "raw": verdict.raw})
+                probs.append(None)
+            else:
+                ratings.append(read(verdict.probs, judge.scale))
+                failures.append(None)
+                probs.append([round(p, 6) for p in verdict.probs])
+        details["probs"] = probs
+    if any(failures):
+        details["failures"] = failures
     # None rather than NaN in details: they are exported as JSON.
     details["ratings"] = [None if math.isnan(r) else r for r in ratings]
     score = combine_judges(ratings[0], ratings[1], ragas_compat=ctx.ragas_compat)

@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from ascend_eval.data import Column, Sample
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
 from ascend_eval.models.base import ClassifyResult, GenerateResult
-from ascend_eval.prompts.base import ParseFailure
-from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
+from ascend_eval.prompts.base import VERDICT_THRESHOLD, ParseFailure
+from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SupportInput
 from ascend_eval.prompts.nli_json import STATEMENT_VERDICTS, SupportListInput
 from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, read_statements
 
 
-def supported_ratio(p_supported: Sequence[float], *, threshold: float = 0.5) -> float:
+def supported_ratio(p_supported: Sequence[float], *, threshold: float = VERDICT_THRESHOLD) -> float:
     """Share of statements judged supported (probability above `threshold`); NaN for no statements.
 
     RAGAS counts hard verdicts the same way: supported verdicts over verdicts returned.
@@ -37,10 +37,13 @@ def supported_share(text: str, statements: list[str], ctx: PlanContext) -> Plan:
     faithfulness (response statements vs the contexts) and context_recall (reference statements vs the
     contexts) both end this way, and their identical requests are answered once.
     """
-    verdicts: list[ClassifyResult] = yield [
+    results: list[ClassifyResult] = yield [
         STATEMENT_SUPPORT.request(SupportInput(context=text, statement=s), ctx.language) for s in statements
     ]
-    probs = [v.probs[v.labels.index(SUPPORTED)] for v in verdicts]
+    verdicts = STATEMENT_SUPPORT.parse_all(results)
+    if isinstance(verdicts, ParseFailure):
+        return MetricResult.nan(verdicts.reason, raw=verdicts.raw, statements=statements)
+    probs = [v.p_positive for v in verdicts]
     return MetricResult(
         supported_ratio(probs),
         details={"statements": statements, "p_supported": [round(p, 6) for p in probs]},

@@ -14,7 +14,7 @@ from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
 from ascend_eval.models.base import ClassifyResult, GenerateResult
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.prompts.base import ParseFailure
-from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SUPPORTED, SupportInput
+from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SupportInput
 from ascend_eval.prompts.nli_json import STATEMENT_VERDICTS, SupportListInput
 from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, read_statements
 
@@ -116,8 +116,9 @@ class NoiseSensitivity(Metric):
     requests faithfulness and answer_correctness make, so the engine runs each once), then one round of
     verdicts: every context against every statement of G and of A, and the reference against every
     statement of A. In classify mode that is one `Classify` request per (text, statement) pair, a verdict
-    being p(supported) > 0.5; in generate mode one JSON request per (text, statement list), as RAGAS does.
-    RAGAS sends its 2K + 1 verdict calls one after another; here they all go out in one round.
+    being p(supported) > `VERDICT_THRESHOLD` (0.5); in generate mode one JSON request per (text, statement
+    list), as RAGAS does. RAGAS sends its 2K + 1 verdict calls one after another; here they all go out in
+    one round.
 
     Args:
         mode: "relevant" (wrong claims supported by a context that is relevant to the reference) or
@@ -204,10 +205,13 @@ class NoiseSensitivity(Metric):
                 for s in stmts
             ]
             answers: list[ClassifyResult] = yield requests
-            probs = iter(a.probs[a.labels.index(SUPPORTED)] for a in answers)
-            p_groups = [[next(probs) for _ in stmts] for _, stmts in groups]
-            details["p_supported"] = [[round(p, 6) for p in g] for g in p_groups]
-            verdicts = [[p > 0.5 for p in g] for g in p_groups]
+            read = STATEMENT_SUPPORT.parse_all(answers)
+            if isinstance(read, ParseFailure):
+                return MetricResult.nan(read.reason, raw=read.raw, **details)
+            flat = iter(read)
+            v_groups = [[next(flat) for _ in stmts] for _, stmts in groups]
+            details["p_supported"] = [[round(v.p_positive, 6) for v in g] for g in v_groups]
+            verdicts = [[v.holds for v in g] for g in v_groups]
 
         k = len(contexts)
         ctx_supports_ref = transpose(verdicts[:k], len(ref_statements))

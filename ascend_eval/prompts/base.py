@@ -6,7 +6,9 @@ Two kinds:
   attaches the model's JSON schema so backends that can constrain decoding do so, and `parse()` turns the
   text into `Out` or a `ParseFailure` that keeps the raw text.
 * `ClassifyPromptSpec[In]` asks for one label of a fixed set; the judge answers from next-token
-  probabilities (one forward pass), so nothing needs parsing.
+  probabilities (one forward pass), and `parse()` checks them and returns a `Verdict` (a probability per
+  label, in the prompt's order) or a `ParseFailure`. A yes/no verdict holds when its positive label's
+  probability is above `VERDICT_THRESHOLD`, the one threshold every metric uses.
 
 Every rendering puts the static text (instruction, format, examples) first and the sample last, so a backend
 with prefix caching reuses the shared prefix across every sample.
@@ -15,6 +17,7 @@ with prefix caching reuses the shared prefix across every sample.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from ascend_eval.models.base import (
     ClassifyRequest,
+    ClassifyResult,
     GenerateRequest,
     GenerateResult,
     GenerationParams,
@@ -35,12 +39,55 @@ In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out", bound=BaseModel)
 
 
+VERDICT_THRESHOLD = 0.5
+"""A yes/no verdict holds when p(positive label) is above this, strictly: a judge torn 50/50 does not count
+as agreeing. RAGAS's hard 0/1 verdicts are the probabilities 0 and 1, so they read the same either side."""
+
+
 @dataclass(frozen=True)
 class ParseFailure:
-    """The judge's text could not be read as the prompt's output. Scores become NaN with this reason."""
+    """The judge's answer could not be read as the prompt's output. Scores become NaN with this reason."""
 
     raw: str
     reason: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A `ClassifyPromptSpec` answer: the judge's probability for each label, in the prompt's label order.
+
+    >>> v = Verdict(labels=("0", "1"), probs=(0.2, 0.8), positive="1")
+    >>> v.p("0"), v.p_positive, v.holds, v.label
+    (0.2, 0.8, True, '1')
+    >>> Verdict(labels=("0", "1"), probs=(0.5, 0.5), positive="1").holds  # strictly above the threshold
+    False
+    """
+
+    labels: tuple[str, ...]
+    probs: tuple[float, ...]
+    positive: str | None = None
+    """The label that means "yes" for a yes/no prompt; None for a rating scale."""
+
+    def p(self, label: str) -> float:
+        """The probability of `label`."""
+        return self.probs[self.labels.index(label)]
+
+    @property
+    def p_positive(self) -> float:
+        """The probability of the positive label (yes/no prompts only)."""
+        if self.positive is None:
+            raise ValueError(f"labels {self.labels} have no positive label; read `probs` instead")
+        return self.p(self.positive)
+
+    @property
+    def holds(self) -> bool:
+        """The yes/no verdict: p(positive) > `VERDICT_THRESHOLD`."""
+        return self.p_positive > VERDICT_THRESHOLD
+
+    @property
+    def label(self) -> str:
+        """The most probable label (the first one on a tie)."""
+        return self.labels[max(range(len(self.probs)), key=lambda i: (self.probs[i], -i))]
 
 
 _LABELS = {
@@ -97,6 +144,8 @@ class PromptSpec(Generic[In, Out]):
     def parse(self, result: GenerateResult) -> Out | ParseFailure:
         """Read the judge's text as `Out`, tolerating code fences, prose around the JSON and full-width
         punctuation. Output cut at max_tokens is a failure, never parsed silently."""
+        if result.error is not None:
+            return ParseFailure(result.text, f"backend_error: {result.error}")
         if result.finish_reason == "length":
             return ParseFailure(result.text, "truncated: the judge reached max_tokens; raise max_tokens")
         data = extract_json(result.text)
@@ -121,6 +170,12 @@ class ClassifyPromptSpec(Generic[In]):
     labels: tuple[str, ...]
     examples: Mapping[Language, Sequence[tuple[In, str]]] = field(default_factory=dict)
     answer_prefix: str = ""
+    positive: str | None = None
+    """For a yes/no prompt, the label meaning "yes" (`Verdict.holds` reads it); None for a rating scale."""
+
+    def __post_init__(self) -> None:
+        if self.positive is not None and self.positive not in self.labels:
+            raise ValueError(f"{self.tag}: positive label {self.positive!r} is not one of {self.labels}")
 
     @property
     def tag(self) -> str:
@@ -142,6 +197,44 @@ class ClassifyPromptSpec(Generic[In]):
             answer_prefix=self.answer_prefix,
             tag=self.tag,
         )
+
+    def parse(self, result: ClassifyResult) -> Verdict | ParseFailure:
+        """Check the judge's label probabilities and return them in this prompt's label order.
+
+        Args:
+            result: the judge's answer to a request of this prompt.
+
+        Returns:
+            A `Verdict`, or a `ParseFailure` (raw: the result as JSON) when the backend reported an error
+            ("backend_error: ...") or the probabilities cannot be this prompt's answer ("parse_failure: ...":
+            other labels than the prompt's, one probability per label missing, a negative or non-finite
+            probability, or all of them zero). Labels in another order are reordered, not rejected.
+        """
+        raw = json.dumps({"labels": list(result.labels), "probs": list(result.probs)}, ensure_ascii=False)
+        if result.error is not None:
+            return ParseFailure(raw, f"backend_error: {result.error}")
+        if sorted(result.labels) != sorted(self.labels):
+            asked = f"{self.tag} asks for {self.labels}"
+            return ParseFailure(raw, f"parse_failure: the judge answered labels {result.labels}; {asked}")
+        if len(result.probs) != len(result.labels):
+            return ParseFailure(
+                raw, f"parse_failure: {len(result.probs)} probabilities for the {len(result.labels)} labels"
+            )
+        if not all(math.isfinite(p) and p >= 0 for p in result.probs) or not any(result.probs):
+            return ParseFailure(raw, "parse_failure: label probabilities must be finite, >= 0 and not all 0")
+        probs = tuple(float(result.probs[result.labels.index(label)]) for label in self.labels)
+        return Verdict(labels=self.labels, probs=probs, positive=self.positive)
+
+    def parse_all(self, results: Sequence[ClassifyResult]) -> list[Verdict] | ParseFailure:
+        """`parse` of each result, in order, or the first failure: a score that needs every verdict is
+        NaN when one of them cannot be read."""
+        verdicts = []
+        for result in results:
+            parsed = self.parse(result)
+            if isinstance(parsed, ParseFailure):
+                return parsed
+            verdicts.append(parsed)
+        return verdicts
 
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)

@@ -98,6 +98,7 @@ CONTEXT_USEFUL = ClassifyPromptSpec(
     instruction=_TASK,
     input=UsefulnessInput,
     labels=(NOT_USEFUL, USEFUL),
+    positive=USEFUL,
     examples={
         lang: [(x, USEFUL if y.verdict else NOT_USEFUL) for x, y in pairs]
         for lang, pairs in _EXAMPLES.items()

@@ -34,6 +34,7 @@ STATEMENT_SUPPORT = ClassifyPromptSpec(
     },
     input=SupportInput,
     labels=(UNSUPPORTED, SUPPORTED),
+    positive=SUPPORTED,
     examples={
         "en": [
             (

@@ -1,8 +1,9 @@
-"""answer_correctness: F-beta over statement verdicts in both judge modes, similarity, edge rules, dedupe."""
+"""answer_correctness: F-beta over statement verdicts in both judge modes, similarity, edge rules, dedupe, on
+recorded judge outputs (data/judge/answer_correctness.json). The judge decides alike in both modes: a
+response statement the reference supports is a TP in the one-call classification as well."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -16,38 +17,14 @@ from ascend_eval.metrics.answer_similarity import AnswerSimilarity, cosine
 from ascend_eval.metrics.context_recall import ContextRecall
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.judge.replay import ReplayJudge
-from tests.conftest import sample_input, statements_rule, support_rule
+from tests.recorded_judge import recorded_judge
 
 FACT_ONLY = (1.0, 0.0)
 
 
-def _bare(text: str) -> str:
-    return text.rstrip(".。!！?？")
-
-
-def correctness_rule(request) -> str:
-    """TP/FP/FN by substring, the same decisions `support_rule` makes one statement at a time."""
-    data = sample_input(request)
-    answer, truth = data["response_statements"], data["reference_statements"]
-    truth_text, answer_text = " ".join(truth), " ".join(answer)
-    item = lambda s: {"statement": s, "reason": "rule"}  # noqa: E731
-    return json.dumps(
-        {
-            "TP": [item(a) for a in answer if _bare(a) in truth_text],
-            "FP": [item(a) for a in answer if _bare(a) not in truth_text],
-            "FN": [item(g) for g in truth if _bare(g) not in answer_text],
-        },
-        ensure_ascii=False,
-    )
-
-
-def generate_rule(request) -> str:
-    return correctness_rule(request) if request.tag.startswith("correctness@") else statements_rule(request)
-
-
 @pytest.fixture
 def judge() -> ReplayJudge:
-    return ReplayJudge(generate_rule, support_rule)
+    return recorded_judge("answer_correctness")
 
 
 EN = Sample(
@@ -84,6 +61,19 @@ def test_one_tp_one_fp_one_fn_in_every_mode(judge, mode, compat, sample, languag
     assert len(result.details["response_statements"]) == 2
 
 
+def test_a_fenced_classification_scores_the_same():
+    fenced = recorded_judge("answer_correctness", variant="code-fenced")
+    result = run(AnswerCorrectness(FACT_ONLY), EN, fenced, mode="generate")
+    counts = (result.details["tp"], result.details["fp"], result.details["fn"])
+    assert result.score == 0.5 and counts == (1, 1, 1)
+
+
+def test_statements_cut_at_max_tokens_are_nan():
+    truncated = recorded_judge("answer_correctness", variant="truncated")
+    result = run(AnswerCorrectness(FACT_ONLY), ZH, truncated, language="zh")
+    assert result.reason.startswith("truncated") and result.details["step"] == "response statements"
+
+
 def test_classify_mode_records_probabilities_and_batches_one_round(judge):
     result = run(AnswerCorrectness(FACT_ONLY), EN, judge)
     assert result.details["p_response_supported"] == [0.9, 0.2]
@@ -106,9 +96,8 @@ def test_similarity_weight_zero_needs_no_embedder(judge):
     assert run(metric, EN, judge).score == 0.5  # no embedder configured: any embed request would fail
 
 
-def test_beta_weighs_recall():
+def test_beta_weighs_recall(judge):
     sample = Sample(user_input="Q?", response="A holds.", reference="A holds. B holds. C holds.")
-    judge = ReplayJudge(generate_rule, support_rule)
     result = run(AnswerCorrectness(FACT_ONLY, beta=2.0), sample, judge)
     assert result.score == pytest.approx(fbeta_score(1, 0, 2, 2.0))
 
@@ -117,7 +106,7 @@ def test_both_texts_empty_is_factuality_one_without_classifier(judge, ngram_embe
     blank = Sample(user_input="Q?", response="", reference="")
     result = run(AnswerCorrectness(), blank, judge, ngram_embedder)
     assert result.score == pytest.approx(1.0, abs=1e-6) and judge.calls == []
-    compat = ReplayJudge(generate_rule, support_rule)
+    compat = recorded_judge("answer_correctness")
     result = run(AnswerCorrectness(), blank, compat, ngram_embedder, compat=True)
     assert result.details["factuality"] == 1.0
     # RAGAS still asks for the statements of both empty texts: two identical requests, sent once
@@ -127,35 +116,31 @@ def test_both_texts_empty_is_factuality_one_without_classifier(judge, ngram_embe
 @pytest.mark.parametrize("mode", ["classify", "generate"])
 def test_response_without_statements(mode):
     sample = Sample(user_input="Q?", response="   ", reference="A holds. B holds.")
-    default = ReplayJudge(generate_rule, support_rule)
+    default = recorded_judge("answer_correctness")
     result = run(AnswerCorrectness(FACT_ONLY), sample, default, mode=mode)
     assert result.score == 0.0 and default.calls == [("generate", 1)]
     # compat runs the classifier as legacy RAGAS does; every reference statement is then missed
-    compat = ReplayJudge(generate_rule, support_rule)
+    compat = recorded_judge("answer_correctness")
     result = run(AnswerCorrectness(FACT_ONLY), sample, compat, mode=mode, compat=True)
     assert result.score == 0.0 and result.details["fn"] == 2
     assert len(compat.calls) == 2
 
 
 def test_empty_classification_lists():
-    empty = '{"TP": [], "FP": [], "FN": []}'
-    judge = ReplayJudge(
-        lambda r: empty if r.tag.startswith("correctness@") else statements_rule(r), support_rule
-    )
+    judge = recorded_judge("answer_correctness", variant="no-classifications")
     result = run(AnswerCorrectness(FACT_ONLY), EN, judge, mode="generate")
     assert math.isnan(result.score) and result.reason == "no_classifications"
     assert run(AnswerCorrectness(FACT_ONLY), EN, judge, mode="generate", compat=True).score == 0.0
 
 
 def test_parse_failures_keep_the_raw_text():
-    garbage = ReplayJudge(lambda r: "no idea", support_rule)
+    garbage = ReplayJudge(lambda r: "no idea")  # the same text to every request
     result = run(AnswerCorrectness(FACT_ONLY), EN, garbage)
     assert result.reason.startswith("parse_failure") and result.details["raw"] == "no idea"
-    broken = ReplayJudge(
-        lambda r: "TP: all of them" if r.tag.startswith("correctness@") else statements_rule(r), support_rule
-    )
+    broken = recorded_judge("answer_correctness", variant="prose-verdicts")
     result = run(AnswerCorrectness(FACT_ONLY), ZH, broken, language="zh", mode="generate")
-    assert math.isnan(result.score) and result.details["raw"] == "TP: all of them"
+    assert math.isnan(result.score)
+    assert result.details["raw"] == "TP：长城全长两万多公里。FP：长城在日本。FN：长城位于中国北方。"
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,8 @@
-"""answer_relevancy: seeded question generations, query embeddings, noncommittal and NaN rules."""
+"""answer_relevancy: seeded question generations, query embeddings, noncommittal and NaN rules, on recorded
+judge outputs (data/judge/answer_relevancy.json: generation i is the request with sampling seed i)."""
 
 from __future__ import annotations
 
-import json
 import math
 from typing import ClassVar
 
@@ -17,27 +17,17 @@ from ascend_eval.metrics.answer_similarity import cosine
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.judge.replay import ReplayJudge
 from ascend_eval.prompts.question_generation import RESPONSE_QUESTION
-from tests.conftest import sample_input
+from tests.recorded_judge import recorded_judge
 
+# The questions the judge wrote for EN and ZH, generations 0, 1 and 2.
 QUESTIONS = {
     "en": ["Where is the Eiffel Tower?", "In which city is the Eiffel Tower?", "Where is the tower?"],
     "zh": ["长城在哪里？", "长城位于哪个国家？", "长城在什么地方？"],
 }
 
 
-def scripted(questions, noncommittal=(0, 0, 0)):
-    """A judge answering generation i (its sampling seed) with questions[i] and noncommittal[i]; a
-    question given as None answers unparsable text instead."""
-
-    def rule(request):
-        assert request.tag.startswith("response_question@")
-        assert "response" in sample_input(request)
-        i = request.params.seed
-        if questions[i] is None:
-            return f"garbage {i}"
-        return json.dumps({"question": questions[i], "noncommittal": noncommittal[i]}, ensure_ascii=False)
-
-    return ReplayJudge(generate_rule=rule)
+def scripted(variant=None) -> ReplayJudge:
+    return recorded_judge("answer_relevancy", variant=variant)
 
 
 EN = Sample(user_input="Where is the Eiffel Tower located?", response="The Eiffel Tower is in Paris.")
@@ -57,7 +47,7 @@ def expected(embedder, user_input, questions):
 @pytest.mark.parametrize("compat", [False, True])
 @pytest.mark.parametrize(("sample", "language"), [(EN, "en"), (ZH, "zh")])
 def test_mean_cosine_of_seeded_generations(ngram_embedder, compat, sample, language):
-    judge = scripted(QUESTIONS[language])
+    judge = scripted()
     result = run(AnswerRelevancy(), sample, judge, ngram_embedder, language=language, compat=compat)
     # every text is embedded as a query: the user question in round 1, the written ones in round 2
     assert ngram_embedder.calls == [("query", 1), ("query", 3)]
@@ -84,48 +74,55 @@ def test_strictness_one_is_greedy(ngram_embedder):
     assert [r.params.temperature for r in seen] == [0.0]
 
 
+def test_a_fenced_question_reads_the_same(ngram_embedder):
+    result = run(AnswerRelevancy(), ZH, scripted("code-fenced"), ngram_embedder, language="zh")
+    assert result.score == pytest.approx(expected(ngram_embedder, ZH.user_input, QUESTIONS["zh"]))
+
+
 def test_noncommittal_zeroes_only_when_all_are(ngram_embedder):
-    some = run(AnswerRelevancy(), EN, scripted(QUESTIONS["en"], (1, 0, 1)), ngram_embedder)
+    some = run(AnswerRelevancy(), EN, scripted("noncommittal-some"), ngram_embedder)  # flags 1, 0, 1
     assert some.score > 0
     calls_before = len(ngram_embedder.calls)
-    every = run(AnswerRelevancy(), EN, scripted(QUESTIONS["en"], (1, 1, 1)), ngram_embedder)
+    every = run(AnswerRelevancy(), EN, scripted("noncommittal-all"), ngram_embedder)
     assert every.score == 0.0
     assert len(ngram_embedder.calls) == calls_before + 1  # default: no need to embed the questions
-    compat = run(AnswerRelevancy(), EN, scripted(QUESTIONS["en"], (1, 1, 1)), ngram_embedder, compat=True)
+    compat = run(AnswerRelevancy(), EN, scripted("noncommittal-all"), ngram_embedder, compat=True)
     assert compat.score == 0.0
 
 
 def test_empty_questions_are_dropped_by_default_and_kept_by_compat(ngram_embedder):
-    questions = ["Where is the Eiffel Tower?", "", "In which city is the Eiffel Tower?"]
-    default = run(AnswerRelevancy(), EN, scripted(questions), ngram_embedder)
+    questions = [QUESTIONS["en"][0], "", QUESTIONS["en"][2]]  # generation 1 wrote an empty question
+    default = run(AnswerRelevancy(), EN, scripted("empty-question"), ngram_embedder)
     assert default.score == pytest.approx(
         expected(ngram_embedder, EN.user_input, [questions[0], questions[2]])
     )
-    compat = run(AnswerRelevancy(), EN, scripted(questions), ngram_embedder, compat=True)
+    compat = run(AnswerRelevancy(), EN, scripted("empty-question"), ngram_embedder, compat=True)
     assert compat.score == pytest.approx(expected(ngram_embedder, EN.user_input, questions))
     assert compat.score < default.score
 
 
 def test_all_questions_empty_is_nan(ngram_embedder):
     for compat in (False, True):
-        result = run(AnswerRelevancy(), EN, scripted(["", "", ""]), ngram_embedder, compat=compat)
+        result = run(AnswerRelevancy(), EN, scripted("no-questions"), ngram_embedder, compat=compat)
         assert math.isnan(result.score) and result.reason == "no_questions"
     # compat checks for empty questions before the noncommittal flags, as RAGAS does
-    compat = run(AnswerRelevancy(), EN, scripted(["", "", ""], (1, 1, 1)), ngram_embedder, compat=True)
+    compat = run(AnswerRelevancy(), EN, scripted("no-questions-noncommittal"), ngram_embedder, compat=True)
     assert compat.reason == "no_questions"
 
 
 def test_parse_failures(ngram_embedder):
-    questions = ["Where is the Eiffel Tower?", None, "In which city is the Eiffel Tower?"]
-    default = run(AnswerRelevancy(), EN, scripted(questions), ngram_embedder)
+    questions = QUESTIONS["en"]  # generation 1 is unparsable
+    default = run(AnswerRelevancy(), EN, scripted("unparsable-seed-1"), ngram_embedder)
     assert default.score == pytest.approx(
         expected(ngram_embedder, EN.user_input, [questions[0], questions[2]])
     )
     assert default.details["parse_failures"][0].startswith("parse_failure")
-    compat = run(AnswerRelevancy(), EN, scripted(questions), ngram_embedder, compat=True)
-    assert math.isnan(compat.score) and compat.details["raw"] == "garbage 1"
-    none_left = run(AnswerRelevancy(), EN, scripted([None, None, None]), ngram_embedder)
-    assert none_left.reason.startswith("parse_failure") and none_left.details["raw"] == "garbage 0"
+    compat = run(AnswerRelevancy(), EN, scripted("unparsable-seed-1"), ngram_embedder, compat=True)
+    assert math.isnan(compat.score)
+    assert compat.details["raw"] == "Question: In which city is the Eiffel Tower?"
+    none_left = run(AnswerRelevancy(), EN, scripted("unparsable"), ngram_embedder)
+    assert none_left.reason.startswith("parse_failure")
+    assert none_left.details["raw"] == "The response answers where the tower is (1)."
 
 
 class _Table:
@@ -145,7 +142,7 @@ class _Table:
 
 def test_negative_cosines_are_clipped_by_default_only():
     sample = Sample(user_input="Q?", response="Something.")
-    judge = scripted(["Opposite?", "Same?", "Same?"])
+    judge = scripted()  # questions "Opposite?", "Same?", "Same?"
     opposite = cosine(np.array([-1.0, 0.2]), np.array([1.0, 0.0]))
     assert run(AnswerRelevancy(), sample, judge, _Table()).score == pytest.approx(2 / 3)
     compat = run(AnswerRelevancy(), sample, judge, _Table(), compat=True)
@@ -153,7 +150,7 @@ def test_negative_cosines_are_clipped_by_default_only():
 
 
 def test_blank_inputs(ngram_embedder):
-    judge = scripted(QUESTIONS["en"])
+    judge = scripted()
     no_answer = run(AnswerRelevancy(), Sample(user_input="Q?", response=" "), judge, ngram_embedder)
     assert no_answer.score == 0.0 and judge.calls == []
     no_question = run(AnswerRelevancy(), Sample(user_input="", response="Paris."), judge, ngram_embedder)

@@ -1,8 +1,8 @@
-"""context_entity_recall: judge and jieba extractors, default and RAGAS matching, NaN paths."""
+"""context_entity_recall: judge and jieba extractors, default and RAGAS matching, NaN paths, on recorded
+judge outputs (data/judge/context_entity_recall.json)."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
@@ -17,7 +17,7 @@ from ascend_eval.metrics.context_entity_recall import (
 )
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.judge.replay import ReplayJudge
-from tests.conftest import sample_input
+from tests.recorded_judge import recorded_judge
 
 EN = Sample(
     reference="The Eiffel Tower in Paris was completed in 1889 by Gustave Eiffel's company.",
@@ -28,21 +28,12 @@ ZH = Sample(
     retrieved_contexts=("北京的故宫是明清两代的皇宫。", "天安门在北京。"),
 )
 
-# What a judge lists for each text: the reference has a duplicate and one entity in another case.
-ENTITIES = {
-    EN.reference: ["Eiffel Tower", "Paris", "1889", "Gustave Eiffel", "Paris"],
-    "\n".join(EN.retrieved_contexts): ["eiffel tower", "Paris", "1889"],
-    ZH.reference: ["故宫", "北京", "1406年"],
-    "\n".join(ZH.retrieved_contexts): ["北京", "故宫", "明清", "天安门", "北京"],
-}
+# What the judge lists for each text: for the English reference a duplicate ("Paris") and one entity
+# written in another case than in the contexts ("Eiffel Tower" / "eiffel tower").
 
 
-def listing_judge(entities=ENTITIES) -> ReplayJudge:
-    def rule(request):
-        assert request.tag == "entities@1"
-        return json.dumps({"entities": entities.get(sample_input(request)["text"], [])}, ensure_ascii=False)
-
-    return ReplayJudge(generate_rule=rule, model_id="rules-entities")
+def listing_judge(variant=None) -> ReplayJudge:
+    return recorded_judge("context_entity_recall", variant=variant)
 
 
 def run(metric, judge, sample, language="en", **ctx):
@@ -74,15 +65,16 @@ def test_english_ragas_compat_exact_strings_and_list_length():
     assert result.score == pytest.approx(2 / (5 + 1e-8))  # "Paris" and "1889"; 5 listed
 
 
-def test_chinese():
-    _, result = run(ContextEntityRecall(), listing_judge(), ZH, "zh")
+@pytest.mark.parametrize("variant", [None, "full-width"])
+def test_chinese(variant):
+    _, result = run(ContextEntityRecall(), listing_judge(variant), ZH, "zh")
     assert result.score == pytest.approx(2 / 3)
-    _, compat = run(ContextEntityRecall(), listing_judge(), ZH, "zh", ragas_compat=True)
+    _, compat = run(ContextEntityRecall(), listing_judge(variant), ZH, "zh", ragas_compat=True)
     assert compat.score == pytest.approx(2 / (3 + 1e-8))
 
 
 def test_no_reference_entities():
-    judge = listing_judge({})
+    judge = listing_judge("no-entities")
     _, result = run(ContextEntityRecall(), judge, EN)
     assert math.isnan(result.score) and result.reason == "no_entities"
     _, compat = run(ContextEntityRecall(), judge, EN, ragas_compat=True)
@@ -101,7 +93,7 @@ def test_blank_texts_cost_no_judge_call():
 
 def test_reference_equal_to_contexts_is_extracted_once():
     sample = Sample(reference="Paris, 1889.", retrieved_contexts=("Paris, 1889.",))
-    judge = listing_judge({"Paris, 1889.": ["Paris", "1889"]})
+    judge = listing_judge()
     engine, result = run(ContextEntityRecall(), judge, sample)
     assert result.score == 1.0 and engine.rounds[0].unique == 1
 

@@ -1,8 +1,8 @@
-"""context_precision and context_utilization: per-context usefulness verdicts and average precision."""
+"""context_precision and context_utilization: per-context usefulness verdicts and average precision, on
+recorded judge outputs (data/judge/context_precision.json)."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
@@ -17,28 +17,12 @@ from ascend_eval.metrics.context_precision import (
     average_precision,
 )
 from ascend_eval.models.judge.replay import ReplayJudge
-from tests.conftest import sample_input
-
-
-def _useful(data: dict) -> bool:
-    """Useful when the answer, without its final punctuation, occurs in the context."""
-    return data["answer"].rstrip(".。!！?？") in data["context"]
-
-
-def classify_rule(request):
-    assert request.tag.startswith("context_useful@")
-    p = 0.9 if _useful(sample_input(request)) else 0.1
-    return [1 - p, p] if request.labels == ("0", "1") else [p, 1 - p]
-
-
-def generate_rule(request):
-    assert request.tag.startswith("context_useful_verdict@")
-    return json.dumps({"reason": "rule", "verdict": int(_useful(sample_input(request)))})
+from tests.recorded_judge import recorded_judge
 
 
 @pytest.fixture
 def judge() -> ReplayJudge:
-    return ReplayJudge(generate_rule, classify_rule)
+    return recorded_judge("context_precision")
 
 
 EN = Sample(
@@ -86,6 +70,12 @@ def test_chinese_verdicts_in_both_modes(judge, mode):
     assert run(ContextUtilization(), ZH, judge, language="zh", mode=mode).score == 1.0
 
 
+def test_a_verdict_in_full_width_punctuation_reads_the_same():
+    full_width = recorded_judge("context_precision", variant="full-width")
+    result = run(ContextPrecision(), ZH, full_width, language="zh", mode="generate")
+    assert result.score == 0.5 and result.details["reasons"][1] == "上下文直接说明巴黎是法国的首都。"
+
+
 def test_compat_adds_ragas_epsilon(judge):
     all_useful = Sample(
         user_input="Q?", reference="Paris", retrieved_contexts=("Paris.", "In Paris", "Paris!")
@@ -117,14 +107,16 @@ def test_one_request_per_context_in_one_batch(judge):
 
 
 def test_an_unparsable_verdict_is_nan_with_raw_text():
-    def rule(request):
-        if "Lyon is" in sample_input(request)["context"]:
-            return "useful, I think"
-        return generate_rule(request)
-
-    result = run(ContextPrecision(), EN, ReplayJudge(rule), mode="generate")
+    judge = recorded_judge("context_precision", variant="unparsable-rank-2")
+    result = run(ContextPrecision(), EN, judge, mode="generate")
     assert result.reason.startswith("parse_failure")
     assert result.details == {"raw": "useful, I think", "rank": 2}
+
+
+def test_a_verdict_over_other_labels_is_nan_with_its_rank():
+    result = run(ContextPrecision(), EN, recorded_judge("context_precision", variant="wrong-labels"))
+    assert result.reason.startswith("parse_failure: the judge answered labels ('0', '1', '2')")
+    assert result.details["rank"] == 2 and '"probs": [0.8, 0.1, 0.1]' in result.details["raw"]
 
 
 def test_required_columns():

@@ -1,8 +1,9 @@
-"""context_recall: the reference's statements against the joined contexts, in both judge modes."""
+"""context_recall: the reference's statements against the joined contexts, in both judge modes, on
+recorded judge outputs (data/judge/context_recall.json). The judge makes the same decisions either way:
+a sentence of the reference is attributed in generate mode exactly when its statement is supported."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
@@ -12,37 +13,12 @@ from ascend_eval.engine import Backends, Engine
 from ascend_eval.metrics import PlanContext
 from ascend_eval.metrics.context_recall import ContextRecall
 from ascend_eval.models.judge.replay import ReplayJudge
-from tests.conftest import sample_input, split_sentences, statements_rule, support_rule
-
-
-def attribution_rule(request) -> str:
-    """Each sentence of the answer, attributed when it (without final punctuation) is in the context:
-    the decisions `support_rule` makes per statement."""
-    data = sample_input(request)
-    return json.dumps(
-        {
-            "classifications": [
-                {
-                    "statement": s,
-                    "reason": "rule",
-                    "attributed": int(s.rstrip(".。!！?？") in data["context"]),
-                }
-                for s in split_sentences(data["answer"])
-            ]
-        },
-        ensure_ascii=False,
-    )
-
-
-def generate_rule(request) -> str:
-    if request.tag.startswith("context_attribution@"):
-        return attribution_rule(request)
-    return statements_rule(request)
+from tests.recorded_judge import recorded_judge
 
 
 @pytest.fixture
 def judge() -> ReplayJudge:
-    return ReplayJudge(generate_rule, support_rule)
+    return recorded_judge("context_recall")
 
 
 EN = Sample(
@@ -70,12 +46,21 @@ def run(sample, judge, *, language="en", compat=False, mode="classify"):
 def test_statements_across_joined_contexts(judge, mode, compat):
     result = run(EN, judge, mode=mode, compat=compat)
     assert result.score == pytest.approx(2 / 3)
-    assert result.details["statements"] == split_sentences(EN.reference)
+    assert result.details["statements"] == [
+        "Water boils at 100 degrees.",
+        "Ice floats on water.",
+        "Water is wet.",
+    ]
 
 
 @pytest.mark.parametrize("mode", ["classify", "generate"])
 def test_chinese(judge, mode):
     assert run(ZH, judge, language="zh", mode=mode).score == 0.5
+
+
+def test_a_fenced_attribution_list_scores_the_same():
+    fenced = recorded_judge("context_recall", variant="code-fenced")
+    assert run(ZH, fenced, language="zh", mode="generate").score == 0.5
 
 
 def test_classify_mode_requests(judge):
@@ -99,30 +84,26 @@ def test_no_contexts_supports_nothing(judge):
 @pytest.mark.parametrize("mode", ["classify", "generate"])
 def test_blank_reference(mode):
     sample = Sample(user_input="Q?", reference="  ", retrieved_contexts=("c",))
-    default = ReplayJudge(generate_rule, support_rule)
+    default = recorded_judge("context_recall")
     result = run(sample, default, mode=mode)
     assert result.reason == "no_statements" and default.calls == []
-    compat = ReplayJudge(generate_rule, support_rule)
+    compat = recorded_judge("context_recall")
     result = run(sample, compat, mode=mode, compat=True)
     assert math.isnan(result.score) and compat.calls == [("generate", 1)]
     assert result.reason == ("no_statements" if mode == "classify" else "no_classifications")
 
 
 def test_no_statements_from_the_judge_is_nan():
-    judge = ReplayJudge(lambda r: '{"statements": []}', support_rule)
+    judge = recorded_judge("context_recall", variant="no-statements")
     assert run(EN, judge).reason == "no_statements"
 
 
 @pytest.mark.parametrize("mode", ["classify", "generate"])
 def test_parse_failure_keeps_raw_text(mode):
-    result = run(EN, ReplayJudge(lambda r: "cannot say", support_rule), mode=mode)
+    result = run(EN, ReplayJudge(lambda r: "cannot say"), mode=mode)  # the same text to every request
     assert result.reason.startswith("parse_failure") and result.details["raw"] == "cannot say"
 
 
 def test_verdicts_count_any_nonzero_flag():
-    def rule(request):
-        return json.dumps(
-            {"classifications": [{"statement": "s", "reason": "r", "attributed": a} for a in (2, 0)]}
-        )
-
-    assert run(EN, ReplayJudge(rule), mode="generate").score == 0.5
+    # two sentences listed, flagged 2 and 0: one attributed of two
+    assert run(EN, recorded_judge("context_recall", variant="attributed-two"), mode="generate").score == 0.5

@@ -1,15 +1,17 @@
-"""faithfulness: its pure scoring and its plan."""
+"""faithfulness: its pure scoring and its plan, on recorded judge outputs (data/judge/faithfulness.json)."""
 
 from __future__ import annotations
 
-import json
 import math
+
+import pytest
 
 from ascend_eval.data import Sample
 from ascend_eval.engine import Backends, Engine
 from ascend_eval.metrics import Faithfulness, PlanContext
 from ascend_eval.metrics.faithfulness import supported_ratio
-from tests.conftest import sample_input, statements_rule
+from ascend_eval.models.judge.replay import ReplayJudge
+from tests.recorded_judge import recorded_judge
 
 
 def test_supported_ratio_edges():
@@ -18,65 +20,72 @@ def test_supported_ratio_edges():
     assert math.isnan(supported_ratio([]))
 
 
+@pytest.fixture
+def judge() -> ReplayJudge:
+    return recorded_judge("faithfulness")
+
+
 def score(judge, sample, language="en"):
     out = Engine(Backends(judge=judge)).run({0: Faithfulness().plan(sample, PlanContext(language))})
     return out[0]
 
 
-def test_fully_supported_english_and_chinese(rule_judge):
-    en = Sample(
-        user_input="Q?",
-        response="Water boils at 100 degrees.",
-        retrieved_contexts=("Water boils at 100 degrees at sea level.",),
-    )
-    zh = Sample(
-        user_input="问？",
-        response="长城始建于春秋时期。秦朝连接了长城。",
-        retrieved_contexts=("长城始建于春秋时期", "秦朝连接了长城，明朝重修。"),
-    )
-    assert score(rule_judge, en).score == 1.0
-    result = score(rule_judge, zh, "zh")
+EN = Sample(
+    user_input="Q?",
+    response="Water boils at 100 degrees.",
+    retrieved_contexts=("Water boils at 100 degrees at sea level.",),
+)
+ZH = Sample(
+    user_input="问？",
+    response="长城始建于春秋时期。秦朝连接了长城。",
+    retrieved_contexts=("长城始建于春秋时期", "秦朝连接了长城，明朝重修。"),
+)
+
+
+def test_fully_supported_english_and_chinese(judge):
+    assert score(judge, EN).score == 1.0
+    result = score(judge, ZH, "zh")
     assert result.score == 1.0 and result.details["statements"] == [
         "长城始建于春秋时期。",
         "秦朝连接了长城。",
     ]
 
 
-def test_contexts_are_joined_for_each_verdict(rule_judge):
+@pytest.mark.parametrize(("variant", "sample", "language"), [
+    ("code-fenced", EN, "en"), ("full-width", ZH, "zh"), ("prose", ZH, "zh"),
+])  # fmt: skip
+def test_statements_in_fences_prose_or_full_width_punctuation_score_the_same(variant, sample, language):
+    assert score(recorded_judge("faithfulness", variant=variant), sample, language).score == 1.0
+
+
+def test_statements_cut_at_max_tokens_are_nan_not_parsed():
+    result = score(recorded_judge("faithfulness", variant="truncated"), EN)
+    assert math.isnan(result.score) and result.reason.startswith("truncated")
+    assert result.details["raw"] == '{"statements": ["Water boils at 1'
+
+
+def test_verdicts_over_other_labels_are_nan_with_the_answer_kept():
+    result = score(recorded_judge("faithfulness", variant="wrong-labels"), EN)
+    assert math.isnan(result.score) and result.reason.startswith("parse_failure: the judge answered labels")
+    assert "yes" in result.details["raw"] and result.details["statements"] == ["Water boils at 100 degrees."]
+
+
+def test_contexts_are_joined_for_each_verdict(judge):
     sample = Sample(user_input="Q?", response="A holds. B holds.", retrieved_contexts=("A holds", "B holds"))
-    assert score(rule_judge, sample).score == 1.0
+    assert score(judge, sample).score == 1.0
 
 
-def test_empty_response_needs_no_judge_call(rule_judge):
-    result = score(rule_judge, Sample(user_input="Q?", response="  ", retrieved_contexts=("c",)))
-    assert result.reason == "no_statements" and rule_judge.calls == []
+def test_empty_response_needs_no_judge_call(judge):
+    result = score(judge, Sample(user_input="Q?", response="  ", retrieved_contexts=("c",)))
+    assert result.reason == "no_statements" and judge.calls == []
 
 
-def test_no_statements_from_judge_is_undefined(rule_judge):
-    from ascend_eval.models.judge.replay import ReplayJudge
-
-    judge = ReplayJudge(lambda r: '{"statements": []}', rule_judge.classify_rule)
+def test_no_statements_from_judge_is_undefined(judge):
     result = score(judge, Sample(user_input="Q?", response="Hmm.", retrieved_contexts=("c",)))
     assert math.isnan(result.score) and result.reason == "no_statements"
 
 
 # judge_mode="generate": one JSON request with a verdict per statement, RAGAS's procedure.
-
-
-def verdicts_text(verdicts):
-    items = [{"statement": f"s{i}", "reason": "r", "verdict": v} for i, v in enumerate(verdicts)]
-    return json.dumps({"statements": items})
-
-
-def generate_judge(verdicts_rule):
-    from ascend_eval.models.judge.replay import ReplayJudge
-
-    def rule(request):
-        if request.tag.startswith("statement_verdicts@"):
-            return verdicts_rule(request)
-        return statements_rule(request)
-
-    return ReplayJudge(generate_rule=rule)
 
 
 def score_generate(judge, sample, language="en", **ctx):
@@ -86,13 +95,7 @@ def score_generate(judge, sample, language="en", **ctx):
     return out[0]
 
 
-def substring_verdicts(request):
-    data = sample_input(request)
-    return verdicts_text([int(s.rstrip(".。") in data["context"]) for s in data["statements"]])
-
-
-def test_generate_mode_one_request_for_all_statements():
-    judge = generate_judge(substring_verdicts)
+def test_generate_mode_one_request_for_all_statements(judge):
     sample = Sample(
         user_input="Q?",
         response="A holds. B holds. C is made up.",
@@ -110,19 +113,21 @@ def test_generate_mode_chinese_and_ragas_compat_agree():
         retrieved_contexts=("长城始建于春秋时期",),
     )
     for compat in (False, True):
-        assert score_generate(generate_judge(substring_verdicts), zh, "zh", ragas_compat=compat).score == 0.5
+        assert score_generate(recorded_judge("faithfulness"), zh, "zh", ragas_compat=compat).score == 0.5
 
 
 def test_generate_mode_denominator_is_the_verdicts_returned():
     sample = Sample(user_input="Q?", response="A. B. C. D.", retrieved_contexts=("c",))
-    assert score_generate(generate_judge(lambda r: verdicts_text([1, 0])), sample).score == 0.5
+    assert score_generate(recorded_judge("faithfulness"), sample).score == 0.0
+    # the judge slips: verdicts for two of the four statements, then five verdicts for four
+    assert score_generate(recorded_judge("faithfulness", variant="two-verdicts"), sample).score == 0.5
     # any non-zero verdict would be truthy in RAGAS; the schema only allows 0 and 1
-    assert score_generate(generate_judge(lambda r: verdicts_text([1, 1, 1, 1, 1])), sample).score == 1.0
+    assert score_generate(recorded_judge("faithfulness", variant="five-verdicts"), sample).score == 1.0
 
 
 def test_generate_mode_no_verdicts_and_parse_failures_are_nan():
     sample = Sample(user_input="Q?", response="A. B.", retrieved_contexts=("c",))
-    empty = score_generate(generate_judge(lambda r: '{"statements": []}'), sample)
+    empty = score_generate(recorded_judge("faithfulness", variant="no-verdicts"), sample)
     assert math.isnan(empty.score) and empty.reason == "no_verdicts"
-    bad = score_generate(generate_judge(lambda r: verdicts_text([2])), sample)
+    bad = score_generate(recorded_judge("faithfulness", variant="verdict-off-schema"), sample)
     assert bad.reason.startswith("parse_failure: statements.0.verdict") and bad.details["raw"]

@@ -1,8 +1,8 @@
-"""noise_sensitivity: its pure scoring, both modes, both judge modes, request sharing and NaN paths."""
+"""noise_sensitivity: its pure scoring, both modes, both judge modes, request sharing and NaN paths, on
+recorded judge outputs (data/judge/noise_sensitivity.json)."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
@@ -15,7 +15,7 @@ from ascend_eval.metrics.noise_sensitivity import NoiseSensitivity, noise_sensit
 from ascend_eval.models.base import GenerateRequest
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.judge.replay import ReplayJudge
-from tests.conftest import sample_input, statements_rule, support_rule
+from tests.recorded_judge import recorded_judge, recordings
 
 # c0 is relevant (it supports a reference statement) and also states a wrong height; c1 is irrelevant and
 # states two wrong facts; c2 is noise nobody uses. The response: one correct statement, one wrong from the
@@ -41,25 +41,9 @@ ZH = Sample(
 )
 
 
-def verdicts_rule(request: GenerateRequest) -> str:
-    """generate mode: the conftest support rule (claim is a substring of the context), as a JSON list."""
-    data = sample_input(request)
-    items = [
-        {"statement": s, "reason": "substring test", "verdict": int(s.rstrip(".。") in data["context"])}
-        for s in data["statements"]
-    ]
-    return json.dumps({"statements": items}, ensure_ascii=False)
-
-
-def generate_rule(request: GenerateRequest) -> str:
-    if request.tag.startswith("statement_verdicts@"):
-        return verdicts_rule(request)
-    return statements_rule(request)
-
-
 @pytest.fixture
 def judge() -> ReplayJudge:
-    return ReplayJudge(generate_rule=generate_rule, classify_rule=support_rule, model_id="rules-ns")
+    return recorded_judge("noise_sensitivity")
 
 
 def run(judge, metrics, sample, language="en", **ctx):
@@ -130,8 +114,10 @@ def test_response_statements_are_shared_with_faithfulness(judge):
     assert (engine.rounds[0].requests, engine.rounds[0].unique) == (3, 2)
 
 
-def test_threshold_is_strictly_above_one_half(judge):
-    half = ReplayJudge(generate_rule=generate_rule, classify_rule=lambda r: [0.5, 0.5])
+def test_threshold_is_strictly_above_one_half():
+    # the recorded statements, and a judge torn 50/50 on every verdict
+    statements = {r: a for r, a in recordings("noise_sensitivity").items() if isinstance(r, GenerateRequest)}
+    half = ReplayJudge(recorded=statements, classify_rule=lambda r: [0.5, 0.5])
     _, out = run(half, [NoiseSensitivity()], EN)
     result = out["noise_sensitivity(mode=relevant)"]
     # nothing supported: no relevant context, every statement incorrect but unsupported -> 0
@@ -139,7 +125,7 @@ def test_threshold_is_strictly_above_one_half(judge):
 
 
 def test_no_statements_is_nan(judge):
-    empty = ReplayJudge(generate_rule=lambda r: '{"statements": []}', classify_rule=support_rule)
+    empty = ReplayJudge(generate_rule=lambda r: '{"statements": []}')  # the same text to every request
     _, out = run(empty, [NoiseSensitivity()], EN)
     assert out["noise_sensitivity(mode=relevant)"].reason == "no_statements"
     blank = EN.model_copy(update={"response": "  "})
@@ -157,15 +143,18 @@ def test_missing_contexts_and_blank_question(judge):
     assert out["noise_sensitivity(mode=relevant)"].score == pytest.approx(1 / 5)
 
 
-def test_generate_mode_verdict_count_mismatch_is_a_parse_failure(judge):
-    def short(request):
-        if request.tag.startswith("statement_verdicts@"):
-            return '{"statements": [{"statement": "x", "reason": "r", "verdict": 1}]}'
-        return statements_rule(request)
-
-    _, out = run(ReplayJudge(generate_rule=short), [NoiseSensitivity()], EN, judge_mode="generate")
+def test_generate_mode_verdict_count_mismatch_is_a_parse_failure():
+    short = recorded_judge("noise_sensitivity", variant="short-verdict-list")
+    _, out = run(short, [NoiseSensitivity()], EN, judge_mode="generate")
     result = out["noise_sensitivity(mode=relevant)"]
     assert math.isnan(result.score) and "returned 1 verdicts for 2 statements" in result.reason
+
+
+def test_a_verdict_over_other_labels_is_nan_with_the_answer_kept():
+    _, out = run(recorded_judge("noise_sensitivity", variant="wrong-labels"), [NoiseSensitivity()], EN)
+    result = out["noise_sensitivity(mode=relevant)"]
+    assert math.isnan(result.score) and result.reason.startswith("parse_failure: the judge answered labels")
+    assert '"labels": ["1", "0", "2"]' in result.details["raw"] and result.details["response_statements"]
 
 
 def test_statement_parse_failure_is_nan_with_raw_text():

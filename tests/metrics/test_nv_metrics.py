@@ -1,5 +1,6 @@
 """nv_accuracy, nv_context_relevance and nv_response_groundedness: two judges, both judge modes, both
-combination rules, shortcuts and NaN paths."""
+combination rules, shortcuts and NaN paths. What the judges said about EN and ZH is recorded in
+data/judge/nv_metrics.json; the arithmetic tests give each judge probabilities of their own."""
 
 from __future__ import annotations
 
@@ -16,7 +17,25 @@ from ascend_eval.metrics.nv_accuracy import AnswerAccuracy
 from ascend_eval.metrics.nv_context_relevance import ContextRelevance, relevance_shortcut
 from ascend_eval.metrics.nv_response_groundedness import ResponseGroundedness, groundedness_shortcut
 from ascend_eval.models.judge.replay import ReplayJudge
-from tests.conftest import sample_input
+from ascend_eval.prompts.answer_accuracy import (
+    ACCURACY_JUDGE_1,
+    ACCURACY_JUDGE_2,
+    AccuracyInput,
+    AccuracyInputReferenceFirst,
+)
+from ascend_eval.prompts.context_relevance import (
+    RELEVANCE_JUDGE_1,
+    RELEVANCE_JUDGE_2,
+    RelevanceInput,
+    RelevanceInputContextFirst,
+)
+from ascend_eval.prompts.response_groundedness import (
+    GROUNDEDNESS_JUDGE_1,
+    GROUNDEDNESS_JUDGE_2,
+    GroundednessInput,
+    GroundednessInputResponseFirst,
+)
+from tests.recorded_judge import recorded_judge
 
 EN = Sample(
     user_input="When did the Berlin Wall fall?",
@@ -33,7 +52,8 @@ ZH = Sample(
 
 
 def judge_of(classify=None, generate=None) -> ReplayJudge:
-    """Replays per judge: `classify`/`generate` map "judge1"/"judge2" to probabilities / text."""
+    """Answers every request of judge 1 alike, and every request of judge 2 alike, whatever the sample:
+    `classify`/`generate` map "judge1"/"judge2" to probabilities / text. For the arithmetic tests."""
 
     def which(request) -> str:
         name = request.tag.partition("@")[0].removesuffix("_json")
@@ -77,56 +97,92 @@ def test_accuracy_classify_expected_by_default_argmax_under_ragas_compat(languag
 @pytest.mark.parametrize("ragas_compat", [False, True])
 def test_classify_scales(metric, ragas_compat):
     scale_len = 3
-    judge = judge_of(classify={"judge1": [0, 0, 1], "judge2": [0, 1, 0]})
+    judge = recorded_judge("nv_metrics")  # judge 1 rates ZH at the top of the scale, judge 2 in the middle
     result = run(metric(), judge, ZH, "zh", ragas_compat=ragas_compat)
     assert result.score == 0.75 and len(result.details["probs"][0]) == scale_len
 
 
-def test_accuracy_judge2_swaps_roles_by_default_and_keeps_them_under_ragas_compat():
+@pytest.mark.parametrize("metric", METRICS)
+def test_a_judge_answering_over_other_labels_is_nan_and_the_combination_decides(metric):
+    judge = recorded_judge("nv_metrics", variant="wrong-labels")  # judge 1 read off other label tokens
+    result = run(metric(), judge, ZH, "zh")
+    assert result.score == 0.5 and result.details["ratings"] == [None, 0.5]
+    assert result.details["probs"][0] is None
+    assert result.details["failures"][0]["reason"].startswith("parse_failure: the judge answered labels")
+    legacy = run(metric(), judge, ZH, "zh", ragas_compat=True)
+    assert math.isnan(legacy.score) and legacy.reason.startswith("parse_failure")
+
+
+def seen_requests(metric, sample, **ctx) -> list:
     seen = []
+    run(metric, ReplayJudge(classify_rule=lambda r: seen.append(r) or [1, 0, 0]), sample, **ctx)
+    return seen
 
-    def rule(request):
-        seen.append((request.tag, sample_input(request)))
-        return [1, 0, 0]
 
-    judge = ReplayJudge(classify_rule=rule)
-    run(AnswerAccuracy(), judge, EN)
-    judge1, judge2 = (x for _, x in sorted(seen, key=lambda t: t[0]))
-    assert list(judge1) == ["question", "answer", "reference_answer"]
-    assert judge1["answer"] == EN.response and judge1["reference_answer"] == EN.reference
-    assert list(judge2) == ["question", "reference_answer", "answer"]
-    assert judge2["reference_answer"] == EN.response and judge2["answer"] == EN.reference
-    seen.clear()
-    run(AnswerAccuracy(), judge, EN, ragas_compat=True)
-    judge2 = next(x for tag, x in seen if "judge2" in tag)
-    assert judge2["reference_answer"] == EN.reference and judge2["answer"] == EN.response
+def test_accuracy_judge2_swaps_roles_by_default_and_keeps_them_under_ragas_compat():
+    q, response, reference = EN.user_input, EN.response, EN.reference
+    judge1 = ACCURACY_JUDGE_1.classify.request(
+        AccuracyInput(question=q, answer=response, reference_answer=reference), "en"
+    )
+    swapped = AccuracyInputReferenceFirst(question=q, reference_answer=response, answer=reference)
+    kept = AccuracyInputReferenceFirst(question=q, reference_answer=reference, answer=response)
+    assert seen_requests(AnswerAccuracy(), EN) == [judge1, ACCURACY_JUDGE_2.classify.request(swapped, "en")]
+    assert seen_requests(AnswerAccuracy(), EN, ragas_compat=True) == [
+        judge1,
+        ACCURACY_JUDGE_2.classify.request(kept, "en"),
+    ]
+    assert list(AccuracyInput.model_fields) == ["question", "answer", "reference_answer"]
+    assert list(AccuracyInputReferenceFirst.model_fields) == ["question", "reference_answer", "answer"]
 
 
 def test_second_judge_shows_inputs_in_the_other_order():
-    orders = {}
-
-    def rule(request):
-        orders[request.tag] = list(sample_input(request))
-        return [1, 0, 0]
-
-    judge = ReplayJudge(classify_rule=rule)
-    run(ContextRelevance(), judge, EN)
-    run(ResponseGroundedness(), judge, EN)
-    assert orders["nv_context_relevance_judge1@1"] == ["question", "context"]
-    assert orders["nv_context_relevance_judge2@1"] == ["context", "question"]
-    assert orders["nv_response_groundedness_judge1@1"] == ["context", "response"]
-    assert orders["nv_response_groundedness_judge2@1"] == ["response", "context"]
+    q, response, context = EN.user_input, EN.response, "\n".join(EN.retrieved_contexts)
+    assert seen_requests(ContextRelevance(), EN) == [
+        RELEVANCE_JUDGE_1.classify.request(RelevanceInput(question=q, context=context), "en"),
+        RELEVANCE_JUDGE_2.classify.request(RelevanceInputContextFirst(context=context, question=q), "en"),
+    ]
+    assert seen_requests(ResponseGroundedness(), EN) == [
+        GROUNDEDNESS_JUDGE_1.classify.request(GroundednessInput(context=context, response=response), "en"),
+        GROUNDEDNESS_JUDGE_2.classify.request(
+            GroundednessInputResponseFirst(response=response, context=context), "en"
+        ),
+    ]
+    assert list(RelevanceInput.model_fields) == ["question", "context"]
+    assert list(RelevanceInputContextFirst.model_fields) == ["context", "question"]
+    assert list(GroundednessInput.model_fields) == ["context", "response"]
+    assert list(GroundednessInputResponseFirst.model_fields) == ["response", "context"]
+    # the sample block, rendered last, follows the field order
+    judge2 = seen_requests(ContextRelevance(), EN)[1].messages[-1].content
+    assert judge2.rindex('"context"') < judge2.rindex('"question"')
 
 
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("language,sample", [("en", EN), ("zh", ZH)])
 def test_generate_mode_reads_json_ratings(metric, language, sample):
-    top = "4" if metric is AnswerAccuracy else "2"
-    mid = "2" if metric is AnswerAccuracy else "1"
-    judge = judge_of(generate={"judge1": f'{{"rating": {top}}}', "judge2": f'{{"rating": {mid}}}'})
+    judge = recorded_judge("nv_metrics")  # judge 1 at the top of the scale, judge 2 in the middle
     result = run(metric(), judge, sample, language, judge_mode="generate")
     assert result.score == 0.75 and result.details["ratings"] == [1.0, 0.5]
     assert judge.calls == [("generate", 2)]
+
+
+@pytest.mark.parametrize("variant", ["full-width", "rating-as-text"])
+@pytest.mark.parametrize("metric", METRICS)
+def test_ratings_in_full_width_punctuation_or_as_text_read_the_same(metric, variant):
+    judge = recorded_judge("nv_metrics", variant=variant)
+    result = run(metric(), judge, ZH, "zh", judge_mode="generate")
+    assert result.score == 0.75 and result.details["ratings"] == [1.0, 0.5]
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_a_rating_cut_at_max_tokens_is_nan_for_that_judge(metric):
+    truncated = recorded_judge("nv_metrics", variant="truncated")
+    result = run(metric(), truncated, ZH, "zh", judge_mode="generate")
+    assert result.score == 0.5 and result.details["failures"][0]["reason"].startswith("truncated")
+
+
+def test_a_fenced_rating_reads_the_same():
+    fenced = recorded_judge("nv_metrics", variant="code-fenced")
+    assert run(AnswerAccuracy(), fenced, EN, judge_mode="generate").score == 0.75
 
 
 def test_generate_request_has_an_enum_schema():
@@ -140,15 +196,15 @@ def test_generate_request_has_an_enum_schema():
 
 @pytest.mark.parametrize("metric", METRICS)
 def test_failed_judge_default_tolerant_ragas_compat_legacy_max(metric):
-    good = '{"rating": 4}' if metric is AnswerAccuracy else '{"rating": 2}'
-    first_fails = judge_of(generate={"judge1": "no idea", "judge2": good})
-    second_fails = judge_of(generate={"judge1": good, "judge2": '{"rating": 3}'})  # 3 is off the scale
-    both_fail = judge_of(generate={"judge1": "no idea", "judge2": "none"})
+    # judge 1 writes no rating, judge 2 the top one; judge 1 the top rating, judge 2 a 3 (off the scale)
+    first_fails = recorded_judge("nv_metrics", variant="judge1-unreadable")
+    second_fails = recorded_judge("nv_metrics", variant="judge2-off-scale")
+    both_fail = recorded_judge("nv_metrics", variant="both-unreadable")
 
     assert run(metric(), first_fails, EN, judge_mode="generate").score == 1.0
     legacy = run(metric(), first_fails, EN, judge_mode="generate", ragas_compat=True)
     assert math.isnan(legacy.score) and legacy.reason.startswith("parse_failure")
-    assert legacy.details["failures"][0]["raw"] == "no idea"
+    assert legacy.details["failures"][0]["raw"] == "I cannot rate this answer."
 
     assert run(metric(), second_fails, EN, judge_mode="generate").score == 1.0
     assert run(metric(), second_fails, EN, judge_mode="generate", ragas_compat=True).score == 1.0

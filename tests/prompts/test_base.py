@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
-from ascend_eval.models.base import GenerateResult
-from ascend_eval.prompts import STATEMENT_SUPPORT, STATEMENTS, ParseFailure, StatementsInput, SupportInput
+import pytest
+
+from ascend_eval.models.base import ClassifyResult, GenerateResult
+from ascend_eval.prompts import (
+    STATEMENT_SUPPORT,
+    STATEMENTS,
+    VERDICT_THRESHOLD,
+    ParseFailure,
+    StatementsInput,
+    SupportInput,
+    Verdict,
+)
+from ascend_eval.prompts.context_relevance import RELEVANCE_JUDGE_1
 
 
 def test_static_text_first_sample_last():
@@ -55,3 +67,75 @@ def test_parse_failures_keep_raw_text_and_say_why():
 
 def test_braces_inside_strings_do_not_confuse_extraction():
     assert parse('{"statements": ["use {x} and [y]"]}').statements == ["use {x} and [y]"]
+
+
+# ClassifyPromptSpec.parse: label probabilities in, a Verdict (or the reason it is not one) out.
+
+
+def classify(labels, probs, error=None):
+    return STATEMENT_SUPPORT.parse(ClassifyResult(tuple(labels), tuple(probs), error=error))
+
+
+def test_classify_parse_reads_the_positive_label_with_the_one_threshold():
+    verdict = classify(("0", "1"), (0.3, 0.7))
+    assert isinstance(verdict, Verdict) and verdict.positive == "1"
+    assert (verdict.p_positive, verdict.p("0"), verdict.holds, verdict.label) == (0.7, 0.3, True, "1")
+    assert classify(("0", "1"), (VERDICT_THRESHOLD, VERDICT_THRESHOLD)).holds is False  # strictly above
+
+
+def test_classify_parse_puts_labels_in_the_prompts_order():
+    verdict = classify(("1", "0"), (0.8, 0.2))
+    assert verdict.labels == ("0", "1") and verdict.probs == (0.2, 0.8) and verdict.holds
+
+
+@pytest.mark.parametrize(
+    ("labels", "probs", "error", "reason"),
+    [
+        (("0", "1"), (), "timeout after 3 retries", "backend_error: timeout after 3 retries"),
+        (("no", "yes"), (0.1, 0.9), None, "parse_failure: the judge answered labels ('no', 'yes')"),
+        (("0", "1", "2"), (0.1, 0.2, 0.7), None, "parse_failure: the judge answered labels"),
+        (("0", "1"), (0.9,), None, "parse_failure: 1 probabilities for the 2 labels"),
+        (("0", "1"), (-0.1, 1.1), None, "parse_failure: label probabilities"),
+        (("0", "1"), (float("nan"), 1.0), None, "parse_failure: label probabilities"),
+        (("0", "1"), (0.0, 0.0), None, "parse_failure: label probabilities"),
+    ],
+)
+def test_classify_parse_failures_say_why_and_keep_the_answer(labels, probs, error, reason):
+    failure = classify(labels, probs, error)
+    assert isinstance(failure, ParseFailure) and failure.reason.startswith(reason)
+    kept = json.loads(failure.raw)
+    assert kept["labels"] == list(labels) and len(kept["probs"]) == len(probs)
+
+
+def test_parse_all_stops_at_the_first_failure():
+    good, bad = ClassifyResult(("0", "1"), (0.4, 0.6)), ClassifyResult(("0", "1"), (), error="oom")
+    assert [v.p_positive for v in STATEMENT_SUPPORT.parse_all([good, good])] == [0.6, 0.6]
+    assert STATEMENT_SUPPORT.parse_all([good, bad, good]).reason == "backend_error: oom"
+
+
+def test_rating_prompts_have_no_positive_label():
+    verdict = RELEVANCE_JUDGE_1.classify.parse(ClassifyResult(("0", "1", "2"), (0.2, 0.3, 0.5)))
+    assert verdict.positive is None and verdict.label == "2"
+    with pytest.raises(ValueError, match="no positive label"):
+        _ = verdict.holds
+
+
+def test_a_positive_label_must_be_one_of_the_labels():
+    with pytest.raises(ValueError, match="positive label 'yes'"):
+        replace(STATEMENT_SUPPORT, positive="yes")
+
+
+def test_generate_parse_reports_backend_errors():
+    failure = STATEMENTS.parse(GenerateResult.failed("connection refused"))
+    assert failure.reason == "backend_error: connection refused"
+
+
+def test_every_prompt_is_registered_once_by_its_tag():
+    import ascend_eval.prompts as prompts
+    from ascend_eval.prompts import PROMPTS
+
+    assert all(tag == spec.tag for tag, spec in PROMPTS.items())
+    assert STATEMENTS in PROMPTS.values() and STATEMENT_SUPPORT in PROMPTS.values()
+    assert len(PROMPTS) == 21  # 9 prompts, and 6 rating judges in both a classify and a JSON form
+    with pytest.raises(ValueError, match="Two prompts are tagged 'statements@1'"):
+        prompts._by_tag(STATEMENTS, replace(STATEMENTS, instruction={"en": "other", "zh": "其他"}))
