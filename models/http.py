@@ -6,13 +6,15 @@ one outcome per body in input order, so a request that still fails after its ret
 others.
 
 The API key is read once, when the client is built. It lives only in the client's private state and in
-the `Authorization` header of each request: no repr, log line or error message contains it, and text
-that a server echoes back is scrubbed of it.
+the `Authorization` header of each request: no repr, log line or error message contains it. Everything
+that comes back from a server (error bodies, response data, exception messages) is scrubbed of it, whole
+or in part, before it is cut short, returned or logged.
 """
 
 from __future__ import annotations
 
 import email.utils
+import html
 import json
 import logging
 import math
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from ascend_eval.models.errors import BackendError, ConfigError
 
@@ -42,6 +44,11 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 _RETRY_AFTER_STATUSES = frozenset({429, 503})
 _ENDPOINT_SUFFIXES = ("/chat/completions", "/completions", "/embeddings", "/ranking", "/rerank")
 _EXCERPT_CHARS = 300
+_REDACTED = "***"
+# A run of the key this long is redacted wherever it occurs; where a text starts or ends (where a cut,
+# ours or the server's, may have split the key) a shorter run already is.
+_KEY_RUN = 8
+_KEY_EDGE = 4
 
 
 @dataclass(frozen=True)
@@ -175,6 +182,90 @@ def _read_api_key(config: EndpointConfig) -> tuple[str | None, str]:
     return key, source
 
 
+class _Scrubber:
+    """Removes one API key from text that came from a server or a library, whole or in part.
+
+    The key is replaced wherever it occurs whole, also as JSON, HTML or a URL would escape it; so is any
+    run of 8 of its characters (a server may echo part of a key), and, where a text ends, a run of 4 or
+    more from the key's start (or, where a text starts, from its end): what a cut inside the key leaves.
+
+    >>> scrub = _Scrubber("sk-0123456789abcdef")
+    >>> scrub.text("bad key sk-0123456789abcdef; 3456789abc; cut: sk-01")
+    'bad key ***; ***; cut: ***'
+    """
+
+    def __init__(self, key: str | None) -> None:
+        self._key = key or ""
+        escaped = json.dumps(self._key)[1:-1]
+        forms = {
+            self._key,
+            escaped,
+            escaped.replace("/", "\\/"),
+            html.escape(self._key),
+            quote(self._key, safe=""),
+        }
+        # Longest first, so that a form is never left half-replaced by a shorter one inside it.
+        self._forms = sorted((f for f in forms if f), key=len, reverse=True)
+        self._run = min(_KEY_RUN, len(self._key))
+        self._runs = {self._key[i : i + self._run] for i in range(len(self._key) - self._run + 1)}
+        self._edge = min(_KEY_EDGE, len(self._key))
+
+    def whole(self, text: str) -> str:
+        """`text` with every full occurrence of the key replaced; fast enough for a body of any size."""
+        for form in self._forms:
+            text = text.replace(form, _REDACTED)
+        return text
+
+    def text(self, text: str) -> str:
+        """`text` with the key replaced whole and in part (see the class docstring)."""
+        if not self._key or not text:
+            return text
+        text = self.whole(text)
+        spans = []
+        for run in self._runs:
+            start = text.find(run)
+            while start != -1:
+                spans.append((start, start + self._run))
+                start = text.find(run, start + 1)
+        key, size = self._key, len(text)
+        for n in range(min(len(key), size), self._edge - 1, -1):
+            if text.endswith(key[:n]):
+                spans.append((size - n, size))
+                break
+        for n in range(min(len(key), size), self._edge - 1, -1):
+            if text.startswith(key[-n:]):
+                spans.append((0, n))
+                break
+        if not spans:
+            return text
+        merged: list[list[int]] = []
+        for start, stop in sorted(spans):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], stop)
+            else:
+                merged.append([start, stop])
+        out, end = [], 0
+        for start, stop in merged:
+            out += [text[end:start], _REDACTED]
+            end = stop
+        out.append(text[end:])
+        return "".join(out)
+
+    def data(self, value: Any) -> Any:
+        """Parsed JSON with every string in it scrubbed (keys of objects too)."""
+        if not self._key:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.data(k): self.data(v) for k, v in value.items()}
+        if isinstance(value, list):
+            if all(not isinstance(v, (str, list, dict)) for v in value):
+                return value  # numbers only (an embedding): nothing to scrub, and the common case
+            return [self.data(v) for v in value]
+        return value
+
+
 class EndpointError(BackendError):
     """One request to an endpoint failed: after its retries, or at once when retrying cannot help."""
 
@@ -215,6 +306,7 @@ class EndpointClient:
         """Attempts repeated so far (all requests together), so callers can report them."""
         self._httpx = httpx
         self._key, self._key_source = _read_api_key(config)
+        self._scrubber = _Scrubber(self._key)
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._key is not None:
             self._headers["Authorization"] = f"Bearer {self._key}"
@@ -268,7 +360,8 @@ class EndpointClient:
             bodies: JSON objects, one per request.
             parse: Turns a response object into the value to return. It raises KeyError, IndexError,
                 TypeError or ValueError when the response has an unexpected shape; that request then
-                fails (without a retry: the server would answer the same way again).
+                fails (without a retry: the server would answer the same way again). It gets the body
+                already scrubbed of the API key. Any other exception also fails only its request.
 
         Returns:
             One outcome per body, in input order: the parsed response, or the `EndpointError` that
@@ -331,6 +424,10 @@ class EndpointClient:
                     return EndpointError(
                         f"POST {url} was cancelled: {e.reason}", status=e.status, attempts=attempt
                     )
+            except Exception as e:  # anything else (an odd body, a library's error) fails this request alone
+                err = EndpointError(f"POST {url}: {type(e).__name__}: {self._clip(str(e))}", attempts=attempt)
+                logger.warning("%s", err)
+                return err
         raise AssertionError("unreachable")
 
     def _attempt(
@@ -344,9 +441,9 @@ class EndpointClient:
                 f"timed out ({type(e).__name__}, request_timeout={self.config.request_timeout}s)"
             ) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError) as e:
-            raise _Retryable(f"{type(e).__name__}: {self._scrub(str(e))}") from None
+            raise _Retryable(f"{type(e).__name__}: {self._clip(str(e))}") from None
         except httpx.HTTPError as e:  # e.g. an unsupported protocol: another attempt cannot help
-            raise EndpointError(f"POST {url}: {type(e).__name__}: {self._scrub(str(e))}") from None
+            raise EndpointError(f"POST {url}: {type(e).__name__}: {self._clip(str(e))}") from None
 
         status = response.status_code
         if status in _RETRY_STATUSES or status >= 500:
@@ -373,6 +470,8 @@ class EndpointClient:
                 f"POST {url}: expected a JSON object, got {type(data).__name__}: {self._excerpt(response)}",
                 status=status,
             )
+        # Scrubbed before anything reads it: what a parser returns ends up in caches, results and logs.
+        data = self._scrubber.data(data)
         if parse is None:
             return data
         try:
@@ -380,7 +479,7 @@ class EndpointClient:
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
             reason = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
             raise EndpointError(
-                f"POST {url}: unexpected response body ({self._scrub(reason)}): {self._excerpt(response)}",
+                f"POST {url}: unexpected response body ({self._clip(reason)}): {self._excerpt(response)}",
                 status=status,
             ) from None
 
@@ -392,14 +491,18 @@ class EndpointClient:
             return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
 
     def _excerpt(self, response: httpx.Response) -> str:
-        text = " ".join(response.text.split())
-        if len(text) > _EXCERPT_CHARS:
-            text = text[:_EXCERPT_CHARS] + "…"
-        return self._scrub(text) if text else "(empty body)"
+        """The start of a response body, for a message (see `_clip`)."""
+        return self._clip(response.text) or "(empty body)"
 
-    def _scrub(self, text: str) -> str:
-        """`text` with the API key replaced, in case a server or a library echoes it back."""
-        return text.replace(self._key, "***") if self._key else text
+    def _clip(self, text: str) -> str:
+        """`text` from a server or a library, fit for a message: whitespace runs made one space, at most
+        `_EXCERPT_CHARS` characters, and no part of the API key. The whole text is scrubbed before the
+        cut, and the excerpt again after it, so that neither our cut nor one the server made (a body
+        that ends inside the key) leaves part of the key behind."""
+        text = " ".join(self._scrubber.whole(text).split())
+        cut = len(text) > _EXCERPT_CHARS
+        text = self._scrubber.text(text[:_EXCERPT_CHARS])
+        return text + "…" if cut else text
 
 
 def _status_hint(status: int) -> str:
@@ -464,4 +567,5 @@ def discover_model(
         ) from None
     if not models:
         raise BackendError(f"{probe.url}/models lists no model. Pass the model name explicitly.")
-    return str(models[0])
+    # The name goes into model ids, results and logs: a server that lists the key there must not leak it.
+    return _Scrubber(key).text(str(models[0]))
