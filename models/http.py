@@ -23,7 +23,6 @@ import random
 import stat
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -376,16 +375,7 @@ class EndpointClient:
         workers = min(self.config.parallelism, len(bodies))
         if workers <= 1:
             return [one(b) for b in bodies]
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ascend-eval-http")
-        try:
-            outcomes = list(pool.map(one, bodies))
-        except BaseException:
-            # Ctrl-C: drop the queued requests and the pending backoff waits instead of finishing them.
-            cancel.set()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
-        return outcomes
+        return _in_threads(one, bodies, workers, cancel)
 
     def _post_one(
         self,
@@ -401,7 +391,7 @@ class EndpointClient:
                 return self._attempt(url, content, parse)
             except EndpointError as e:
                 e.attempts = attempt
-                logger.warning("%s", e)
+                _log_failure(e, cancel)
                 return e
             except _Retryable as e:
                 if attempt == attempts:
@@ -412,7 +402,7 @@ class EndpointClient:
                         status=e.status,
                         attempts=attempts,
                     )
-                    logger.warning("%s", err)
+                    _log_failure(err, cancel)
                     return err
                 wait = e.retry_after if e.retry_after is not None else self._backoff(attempt)
                 logger.info(
@@ -426,7 +416,7 @@ class EndpointClient:
                     )
             except Exception as e:  # anything else (an odd body, a library's error) fails this request alone
                 err = EndpointError(f"POST {url}: {type(e).__name__}: {self._clip(str(e))}", attempts=attempt)
-                logger.warning("%s", err)
+                _log_failure(err, cancel)
                 return err
         raise AssertionError("unreachable")
 
@@ -503,6 +493,59 @@ class EndpointClient:
         cut = len(text) > _EXCERPT_CHARS
         text = self._scrubber.text(text[:_EXCERPT_CHARS])
         return text + "…" if cut else text
+
+
+def _log_failure(error: EndpointError, cancel: threading.Event) -> None:
+    # After Ctrl-C nobody waits for this request any more: its failure (often the closed client) is noise.
+    if not cancel.is_set():
+        logger.warning("%s", error)
+
+
+def _in_threads(
+    work: Callable[[Mapping[str, Any]], T],
+    items: Sequence[Mapping[str, Any]],
+    workers: int,
+    cancel: threading.Event,
+) -> list[T]:
+    """`work(item)` for every item on `workers` threads, results in input order.
+
+    Daemon threads, not a ThreadPoolExecutor, whose threads the interpreter joins at exit: after Ctrl-C
+    or SIGTERM the process would wait there for every request still in flight (up to request_timeout
+    each) before it could end. Interrupted, this sets `cancel` and returns at once: no queued request
+    or backoff wait goes on, and a request in flight ends on its own without holding up the exit.
+    """
+    results: list[Any] = [None] * len(items)
+    pending = iter(range(len(items)))
+    lock = threading.Lock()
+    failures: list[BaseException] = []
+
+    def worker() -> None:
+        while not cancel.is_set():
+            with lock:
+                index = next(pending, None)
+            if index is None:
+                return
+            try:
+                results[index] = work(items[index])
+            except BaseException as e:  # handed to the caller's thread, as a pool's future would
+                failures.append(e)
+                cancel.set()
+                return
+
+    threads = [
+        threading.Thread(target=worker, name=f"ascend-eval-http-{k}", daemon=True) for k in range(workers)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except BaseException:
+        cancel.set()  # Ctrl-C or SIGTERM: drop the queued requests and the pending backoff waits
+        raise
+    if failures:
+        raise failures[0]
+    return results
 
 
 def _status_hint(status: int) -> str:
