@@ -452,8 +452,9 @@ class EndpointClient:
         try:
             data = json.loads(response.content)
         except ValueError:
+            excerpt = self._excerpt(response)
             raise EndpointError(
-                f"POST {url}: the response is not valid JSON: {self._excerpt(response)}", status=status
+                f"POST {url}: the response is not valid JSON: {excerpt}{_html_hint(response)}", status=status
             ) from None
         if not isinstance(data, dict):
             raise EndpointError(
@@ -553,6 +554,16 @@ def _status_hint(status: int) -> str:
         return ". Check the API key (api_key_env / api_key_file) and that it may use this model."
     if status == 404:
         return ". Check the url (the server's base URL) and that the server offers this endpoint and model."
+    return ""
+
+
+def _html_hint(response: httpx.Response) -> str:
+    kind = response.headers.get("Content-Type", "")
+    if "html" in kind or response.text.lstrip()[:1] == "<":
+        return (
+            ". It is an HTML page: check that the url is the API's base URL (e.g. http://host:8000/v1), "
+            "not a web page, a proxy's sign-in page or a load balancer's error page"
+        )
     return ""
 
 

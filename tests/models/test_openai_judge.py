@@ -237,6 +237,7 @@ def test_connection_refused_is_retried_then_fails(loopback):
         (Reply({"choices": [{"message": {"role": "assistant", "content": 42}}]}), "no text content"),
         (Reply({"choices": [{"index": 0}]}), "has no 'message'"),
         (Reply([1, 2]), "expected a JSON object"),
+        (Reply("<html><title>Sign in</title></html>", content_type="text/html"), "It is an HTML page"),
     ],
 )
 def test_malformed_bodies_fail_without_retry(loopback, reply, reason):
