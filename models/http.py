@@ -209,6 +209,10 @@ class _Scrubber:
         self._runs = {self._key[i : i + self._run] for i in range(len(self._key) - self._run + 1)}
         self._edge = min(_KEY_EDGE, len(self._key))
 
+    @property
+    def key(self) -> str:
+        return self._key
+
     def whole(self, text: str) -> str:
         """`text` with every full occurrence of the key replaced; fast enough for a body of any size."""
         for form in self._forms:
@@ -263,6 +267,28 @@ class _Scrubber:
                 return value  # numbers only (an embedding): nothing to scrub, and the common case
             return [self.data(v) for v in value]
         return value
+
+
+def _clip(text: str, scrubber: _Scrubber) -> str:
+    """`text` from a server or a library, fit for a message: whitespace runs made one space, at most
+    `_EXCERPT_CHARS` characters, and no 4 characters of the API key in a row.
+
+    The order matters. The whole text loses every full key first; the cut's neighbourhood then loses
+    every part of one (so a part that straddles the cut goes too), and the excerpt once more after the
+    cut: what our cut leaves of a part, or a body the server itself cut inside the key, ends the text.
+
+    >>> scrub = _Scrubber("sk-0123456789abcdef")
+    >>> _clip("x" * 297 + "sk-0123456789abcdef, more", scrub)[-6:]
+    'xx***…'
+    >>> _clip("x" * 295 + "456789abcdef, more", scrub)[-6:]  # part of the key, across the cut
+    '***, …'
+    """
+    text = " ".join(scrubber.whole(text).split())
+    cut = len(text) > _EXCERPT_CHARS
+    if cut:
+        text = scrubber.text(text[: _EXCERPT_CHARS + len(scrubber.key)])[:_EXCERPT_CHARS]
+    text = scrubber.text(text)
+    return text + "…" if cut else text
 
 
 class EndpointError(BackendError):
@@ -486,14 +512,7 @@ class EndpointClient:
         return self._clip(response.text) or "(empty body)"
 
     def _clip(self, text: str) -> str:
-        """`text` from a server or a library, fit for a message: whitespace runs made one space, at most
-        `_EXCERPT_CHARS` characters, and no part of the API key. The whole text is scrubbed before the
-        cut, and the excerpt again after it, so that neither our cut nor one the server made (a body
-        that ends inside the key) leaves part of the key behind."""
-        text = " ".join(self._scrubber.whole(text).split())
-        cut = len(text) > _EXCERPT_CHARS
-        text = self._scrubber.text(text[:_EXCERPT_CHARS])
-        return text + "…" if cut else text
+        return _clip(text, self._scrubber)
 
 
 def _log_failure(error: EndpointError, cancel: threading.Event) -> None:

@@ -8,6 +8,8 @@ import json
 import logging
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ascend_eval.models.base import ClassifyRequest, GenerateRequest, Message
 from ascend_eval.models.http import _EXCERPT_CHARS, EndpointClient
@@ -131,3 +133,45 @@ def test_scrubber_rules():
     for form in ('ab\\"c\\\\d\\/e&f<g>h', 'ab\\"c\\\\d/e&f<g>h', "ab&quot;c\\d/e&amp;f&lt;g&gt;h"):
         assert quoted.text(f"[{form}]") == "[***]", form
     assert _Scrubber(None).text(KEY) == KEY
+
+
+# ---- property: no cut, ours or the server's, leaves 4 characters of the key in a row ------------------
+
+# Keys from printable ASCII without "*" (the redaction mark); filler that shares no character with them,
+# so that every key character left in an excerpt can only be a piece of the key. The text before the key
+# has no whitespace (which the excerpt squeezes), so its length is where the key starts: often near the cut.
+_KEYS = st.text(
+    st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="*"), min_size=12, max_size=80
+)
+_OFFSETS = st.one_of(st.integers(_EXCERPT_CHARS - 12, _EXCERPT_CHARS + 2), st.integers(0, 420))
+_AFTER = st.text(st.sampled_from("中文 é\n\t"), max_size=200)
+
+
+def _longest_key_run(text: str, key: str) -> int:
+    chars, longest, run = set(key) - {"*"}, 0, 0
+    for c in text:
+        run = run + 1 if c in chars else 0
+        longest = max(longest, run)
+    return longest
+
+
+@settings(max_examples=400, deadline=None)
+@given(key=_KEYS, offset=_OFFSETS, after=_AFTER, data=st.data())
+def test_no_four_key_characters_in_a_row_survive_a_clip(key, offset, after, data):
+    from ascend_eval.models.http import _clip, _Scrubber
+
+    before = data.draw(st.text(st.sampled_from("中文é"), min_size=offset, max_size=offset))
+
+    # What a server may send: the key whole, a part of 8 or more characters, or the key cut by the
+    # server itself (a body that ends inside it, or starts inside it).
+    piece = data.draw(st.sampled_from(["whole", "part", "cut_end", "cut_start"]))
+    if piece == "whole":
+        body = before + key + after
+    elif piece == "part":
+        start = data.draw(st.integers(0, len(key) - 8))
+        body = before + key[start : data.draw(st.integers(start + 8, len(key)))] + after
+    elif piece == "cut_end":
+        body = before + key[: data.draw(st.integers(4, len(key)))]
+    else:
+        body = key[-data.draw(st.integers(4, len(key))) :] + after
+    assert _longest_key_run(_clip(body, _Scrubber(key)), key) < 4
