@@ -15,8 +15,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
-"""141: what a shell reports for a tool that SIGPIPE stopped (`yes | head`)."""
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE (13): what a shell reports for a tool that SIGPIPE stopped (`yes | head`). A literal:
+Windows has no signal.SIGPIPE."""
 
 
 @contextlib.contextmanager
@@ -41,7 +42,8 @@ def sigterm_as_interrupt() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        # None: a handler set outside Python, which cannot be put back; the default is the nearest.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def run_command(command: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
