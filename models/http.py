@@ -335,11 +335,12 @@ class EndpointClient:
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._key is not None:
             self._headers["Authorization"] = f"Bearer {self._key}"
+        limits = httpx.Limits(
+            max_connections=config.parallelism, max_keepalive_connections=config.parallelism
+        )
         self._http = httpx.Client(
             timeout=httpx.Timeout(config.request_timeout),
-            limits=httpx.Limits(
-                max_connections=config.parallelism, max_keepalive_connections=config.parallelism
-            ),
+            transport=_scrubbing_transport(self._scrubber, limits),
         )
         self._lock = threading.Lock()
         self._rng = random.Random()
@@ -513,6 +514,23 @@ class EndpointClient:
 
     def _clip(self, text: str) -> str:
         return _clip(text, self._scrubber)
+
+
+def _scrubbing_transport(scrubber: _Scrubber, limits: httpx.Limits) -> httpx.BaseTransport:
+    """httpx's transport, with the status line's reason phrase scrubbed: httpx logs it for every response
+    (at INFO, e.g. with `ascend-eval -v`), and a server may put anything there."""
+    import httpx
+
+    class ScrubbingTransport(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            response = super().handle_request(request)
+            phrase = response.extensions.get("reason_phrase")
+            if phrase:
+                text = scrubber.text(phrase.decode("ascii", errors="ignore"))
+                response.extensions["reason_phrase"] = text.encode("ascii", errors="ignore")
+            return response
+
+    return ScrubbingTransport(limits=limits)
 
 
 def _log_failure(error: EndpointError, cancel: threading.Event) -> None:

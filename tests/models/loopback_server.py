@@ -41,6 +41,8 @@ class Reply:
     """Send only this many bytes of the body (the headers announce all of it), then close the connection:
     a server that died or a proxy that dropped the connection mid-response."""
     content_type: str = "application/json"
+    reason: str | None = None
+    """The status line's reason phrase (None: the standard one for the status)."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             if isinstance(payload, (dict, list)):
                 payload = json.dumps(payload)
             data = payload.encode("utf-8") if isinstance(payload, str) else (payload or b"")
-            self.send_response(reply.status)
+            self.send_response(reply.status, reply.reason)
             self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(data)))
             for name, value in reply.headers.items():

@@ -175,3 +175,12 @@ def test_no_four_key_characters_in_a_row_survive_a_clip(key, offset, after, data
     else:
         body = key[-data.draw(st.integers(4, len(key))) :] + after
     assert _longest_key_run(_clip(body, _Scrubber(key)), key) < 4
+
+
+def test_a_key_in_the_status_lines_reason_phrase_is_scrubbed(loopback, client, caplog):
+    # httpx logs every response's status line at INFO, reason phrase included (shown with `-v`).
+    caplog.set_level(logging.INFO)
+    loopback.enqueue(CHAT, Reply("denied", status=401, reason=f"Invalid key {KEY}"))
+    [outcome] = client.map("/chat/completions", [{}])
+    assert "HTTP 401" in str(outcome) and "HTTP Request: POST" in caplog.text
+    assert leaks(caplog.text) == [] and leaks(str(outcome)) == []
