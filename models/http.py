@@ -645,8 +645,10 @@ def discover_model(
     probe = EndpointConfig(url=url, model="?", api_key_env=api_key_env, api_key_file=api_key_file)
     key, _ = _read_api_key(probe)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
+    transport = _scrubbing_transport(_Scrubber(key), httpx.Limits())
     try:
-        response = httpx.get(probe.endpoint("/models"), headers=headers, timeout=timeout)
+        with httpx.Client(timeout=timeout, transport=transport) as http:
+            response = http.get(probe.endpoint("/models"), headers=headers)
         response.raise_for_status()
         models = [m["id"] for m in response.json()["data"]]
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:

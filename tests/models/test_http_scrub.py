@@ -184,3 +184,13 @@ def test_a_key_in_the_status_lines_reason_phrase_is_scrubbed(loopback, client, c
     [outcome] = client.map("/chat/completions", [{}])
     assert "HTTP 401" in str(outcome) and "HTTP Request: POST" in caplog.text
     assert leaks(caplog.text) == [] and leaks(str(outcome)) == []
+
+
+def test_model_discovery_scrubs_the_listed_name_and_the_reason_phrase(loopback, monkeypatch, caplog):
+    from ascend_eval.models.http import discover_model
+
+    caplog.set_level(logging.INFO)
+    monkeypatch.setenv("SCRUB_TEST_KEY", KEY)
+    loopback.enqueue("/v1/models", Reply({"data": [{"id": f"judge-{KEY}"}]}, reason=f"OK {KEY}"))
+    name = discover_model(loopback.url, api_key_env="SCRUB_TEST_KEY")
+    assert name == "judge-***" and "HTTP Request: GET" in caplog.text and leaks(caplog.text) == []
