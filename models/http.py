@@ -6,13 +6,15 @@ one outcome per body in input order, so a request that still fails after its ret
 others.
 
 The API key is read once, when the client is built. It lives only in the client's private state and in
-the `Authorization` header of each request: no repr, log line or error message contains it, and text
-that a server echoes back is scrubbed of it.
+the `Authorization` header of each request: no repr, log line or error message contains it. Everything
+that comes back from a server (error bodies, response data, exception messages) is scrubbed of it, whole
+or in part, before it is cut short, returned or logged.
 """
 
 from __future__ import annotations
 
 import email.utils
+import html
 import json
 import logging
 import math
@@ -21,12 +23,11 @@ import random
 import stat
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from ascend_eval.models.errors import BackendError, ConfigError
 
@@ -42,6 +43,11 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 _RETRY_AFTER_STATUSES = frozenset({429, 503})
 _ENDPOINT_SUFFIXES = ("/chat/completions", "/completions", "/embeddings", "/ranking", "/rerank")
 _EXCERPT_CHARS = 300
+_REDACTED = "***"
+# A run of the key this long is redacted wherever it occurs; where a text starts or ends (where a cut,
+# ours or the server's, may have split the key) a shorter run already is.
+_KEY_RUN = 8
+_KEY_EDGE = 4
 
 
 @dataclass(frozen=True)
@@ -175,6 +181,116 @@ def _read_api_key(config: EndpointConfig) -> tuple[str | None, str]:
     return key, source
 
 
+class _Scrubber:
+    """Removes one API key from text that came from a server or a library, whole or in part.
+
+    The key is replaced wherever it occurs whole, also as JSON, HTML or a URL would escape it; so is any
+    run of 8 of its characters (a server may echo part of a key), and, where a text ends, a run of 4 or
+    more from the key's start (or, where a text starts, from its end): what a cut inside the key leaves.
+
+    >>> scrub = _Scrubber("sk-0123456789abcdef")
+    >>> scrub.text("bad key sk-0123456789abcdef; 3456789abc; cut: sk-01")
+    'bad key ***; ***; cut: ***'
+    """
+
+    def __init__(self, key: str | None) -> None:
+        self._key = key or ""
+        escaped = json.dumps(self._key)[1:-1]
+        forms = {
+            self._key,
+            escaped,
+            escaped.replace("/", "\\/"),
+            html.escape(self._key),
+            quote(self._key, safe=""),
+        }
+        # Longest first, so that a form is never left half-replaced by a shorter one inside it.
+        self._forms = sorted((f for f in forms if f), key=len, reverse=True)
+        self._run = min(_KEY_RUN, len(self._key))
+        self._runs = {self._key[i : i + self._run] for i in range(len(self._key) - self._run + 1)}
+        self._edge = min(_KEY_EDGE, len(self._key))
+
+    @property
+    def key(self) -> str:
+        return self._key
+
+    def whole(self, text: str) -> str:
+        """`text` with every full occurrence of the key replaced; fast enough for a body of any size."""
+        for form in self._forms:
+            text = text.replace(form, _REDACTED)
+        return text
+
+    def text(self, text: str) -> str:
+        """`text` with the key replaced whole and in part (see the class docstring)."""
+        if not self._key or not text:
+            return text
+        text = self.whole(text)
+        spans = []
+        for run in self._runs:
+            start = text.find(run)
+            while start != -1:
+                spans.append((start, start + self._run))
+                start = text.find(run, start + 1)
+        key, size = self._key, len(text)
+        for n in range(min(len(key), size), self._edge - 1, -1):
+            if text.endswith(key[:n]):
+                spans.append((size - n, size))
+                break
+        for n in range(min(len(key), size), self._edge - 1, -1):
+            if text.startswith(key[-n:]):
+                spans.append((0, n))
+                break
+        if not spans:
+            return text
+        merged: list[list[int]] = []
+        for start, stop in sorted(spans):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], stop)
+            else:
+                merged.append([start, stop])
+        out, end = [], 0
+        for start, stop in merged:
+            out += [text[end:start], _REDACTED]
+            end = stop
+        out.append(text[end:])
+        return "".join(out)
+
+    def data(self, value: Any) -> Any:
+        """Parsed JSON with every string in it scrubbed (keys of objects too)."""
+        if not self._key:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.data(k): self.data(v) for k, v in value.items()}
+        if isinstance(value, list):
+            if all(not isinstance(v, (str, list, dict)) for v in value):
+                return value  # numbers only (an embedding): nothing to scrub, and the common case
+            return [self.data(v) for v in value]
+        return value
+
+
+def _clip(text: str, scrubber: _Scrubber) -> str:
+    """`text` from a server or a library, fit for a message: whitespace runs made one space, at most
+    `_EXCERPT_CHARS` characters, and no 4 characters of the API key in a row.
+
+    The order matters. The whole text loses every full key first; the cut's neighbourhood then loses
+    every part of one (so a part that straddles the cut goes too), and the excerpt once more after the
+    cut: what our cut leaves of a part, or a body the server itself cut inside the key, ends the text.
+
+    >>> scrub = _Scrubber("sk-0123456789abcdef")
+    >>> _clip("x" * 297 + "sk-0123456789abcdef, more", scrub)[-6:]
+    'xx***…'
+    >>> _clip("x" * 295 + "456789abcdef, more", scrub)[-6:]  # part of the key, across the cut
+    '***, …'
+    """
+    text = " ".join(scrubber.whole(text).split())
+    cut = len(text) > _EXCERPT_CHARS
+    if cut:
+        text = scrubber.text(text[: _EXCERPT_CHARS + len(scrubber.key)])[:_EXCERPT_CHARS]
+    text = scrubber.text(text)
+    return text + "…" if cut else text
+
+
 class EndpointError(BackendError):
     """One request to an endpoint failed: after its retries, or at once when retrying cannot help."""
 
@@ -215,14 +331,16 @@ class EndpointClient:
         """Attempts repeated so far (all requests together), so callers can report them."""
         self._httpx = httpx
         self._key, self._key_source = _read_api_key(config)
+        self._scrubber = _Scrubber(self._key)
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._key is not None:
             self._headers["Authorization"] = f"Bearer {self._key}"
+        limits = httpx.Limits(
+            max_connections=config.parallelism, max_keepalive_connections=config.parallelism
+        )
         self._http = httpx.Client(
             timeout=httpx.Timeout(config.request_timeout),
-            limits=httpx.Limits(
-                max_connections=config.parallelism, max_keepalive_connections=config.parallelism
-            ),
+            transport=_scrubbing_transport(self._scrubber, limits),
         )
         self._lock = threading.Lock()
         self._rng = random.Random()
@@ -268,7 +386,8 @@ class EndpointClient:
             bodies: JSON objects, one per request.
             parse: Turns a response object into the value to return. It raises KeyError, IndexError,
                 TypeError or ValueError when the response has an unexpected shape; that request then
-                fails (without a retry: the server would answer the same way again).
+                fails (without a retry: the server would answer the same way again). It gets the body
+                already scrubbed of the API key. Any other exception also fails only its request.
 
         Returns:
             One outcome per body, in input order: the parsed response, or the `EndpointError` that
@@ -283,16 +402,7 @@ class EndpointClient:
         workers = min(self.config.parallelism, len(bodies))
         if workers <= 1:
             return [one(b) for b in bodies]
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ascend-eval-http")
-        try:
-            outcomes = list(pool.map(one, bodies))
-        except BaseException:
-            # Ctrl-C: drop the queued requests and the pending backoff waits instead of finishing them.
-            cancel.set()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
-        return outcomes
+        return _in_threads(one, bodies, workers, cancel)
 
     def _post_one(
         self,
@@ -308,7 +418,7 @@ class EndpointClient:
                 return self._attempt(url, content, parse)
             except EndpointError as e:
                 e.attempts = attempt
-                logger.warning("%s", e)
+                _log_failure(e, cancel)
                 return e
             except _Retryable as e:
                 if attempt == attempts:
@@ -319,7 +429,7 @@ class EndpointClient:
                         status=e.status,
                         attempts=attempts,
                     )
-                    logger.warning("%s", err)
+                    _log_failure(err, cancel)
                     return err
                 wait = e.retry_after if e.retry_after is not None else self._backoff(attempt)
                 logger.info(
@@ -331,6 +441,10 @@ class EndpointClient:
                     return EndpointError(
                         f"POST {url} was cancelled: {e.reason}", status=e.status, attempts=attempt
                     )
+            except Exception as e:  # anything else (an odd body, a library's error) fails this request alone
+                err = EndpointError(f"POST {url}: {type(e).__name__}: {self._clip(str(e))}", attempts=attempt)
+                _log_failure(err, cancel)
+                return err
         raise AssertionError("unreachable")
 
     def _attempt(
@@ -344,9 +458,9 @@ class EndpointClient:
                 f"timed out ({type(e).__name__}, request_timeout={self.config.request_timeout}s)"
             ) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError) as e:
-            raise _Retryable(f"{type(e).__name__}: {self._scrub(str(e))}") from None
+            raise _Retryable(f"{type(e).__name__}: {self._clip(str(e))}") from None
         except httpx.HTTPError as e:  # e.g. an unsupported protocol: another attempt cannot help
-            raise EndpointError(f"POST {url}: {type(e).__name__}: {self._scrub(str(e))}") from None
+            raise EndpointError(f"POST {url}: {type(e).__name__}: {self._clip(str(e))}") from None
 
         status = response.status_code
         if status in _RETRY_STATUSES or status >= 500:
@@ -365,14 +479,17 @@ class EndpointClient:
         try:
             data = json.loads(response.content)
         except ValueError:
+            excerpt = self._excerpt(response)
             raise EndpointError(
-                f"POST {url}: the response is not valid JSON: {self._excerpt(response)}", status=status
+                f"POST {url}: the response is not valid JSON: {excerpt}{_html_hint(response)}", status=status
             ) from None
         if not isinstance(data, dict):
             raise EndpointError(
                 f"POST {url}: expected a JSON object, got {type(data).__name__}: {self._excerpt(response)}",
                 status=status,
             )
+        # Scrubbed before anything reads it: what a parser returns ends up in caches, results and logs.
+        data = self._scrubber.data(data)
         if parse is None:
             return data
         try:
@@ -380,7 +497,7 @@ class EndpointClient:
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
             reason = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
             raise EndpointError(
-                f"POST {url}: unexpected response body ({self._scrub(reason)}): {self._excerpt(response)}",
+                f"POST {url}: unexpected response body ({self._clip(reason)}): {self._excerpt(response)}",
                 status=status,
             ) from None
 
@@ -392,14 +509,81 @@ class EndpointClient:
             return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
 
     def _excerpt(self, response: httpx.Response) -> str:
-        text = " ".join(response.text.split())
-        if len(text) > _EXCERPT_CHARS:
-            text = text[:_EXCERPT_CHARS] + "…"
-        return self._scrub(text) if text else "(empty body)"
+        """The start of a response body, for a message (see `_clip`)."""
+        return self._clip(response.text) or "(empty body)"
 
-    def _scrub(self, text: str) -> str:
-        """`text` with the API key replaced, in case a server or a library echoes it back."""
-        return text.replace(self._key, "***") if self._key else text
+    def _clip(self, text: str) -> str:
+        return _clip(text, self._scrubber)
+
+
+def _scrubbing_transport(scrubber: _Scrubber, limits: httpx.Limits) -> httpx.BaseTransport:
+    """httpx's transport, with the status line's reason phrase scrubbed: httpx logs it for every response
+    (at INFO, e.g. with `ascend-eval -v`), and a server may put anything there."""
+    import httpx
+
+    class ScrubbingTransport(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            response = super().handle_request(request)
+            phrase = response.extensions.get("reason_phrase")
+            if phrase:
+                text = scrubber.text(phrase.decode("ascii", errors="ignore"))
+                response.extensions["reason_phrase"] = text.encode("ascii", errors="ignore")
+            return response
+
+    return ScrubbingTransport(limits=limits)
+
+
+def _log_failure(error: EndpointError, cancel: threading.Event) -> None:
+    # After Ctrl-C nobody waits for this request any more: its failure (often the closed client) is noise.
+    if not cancel.is_set():
+        logger.warning("%s", error)
+
+
+def _in_threads(
+    work: Callable[[Mapping[str, Any]], T],
+    items: Sequence[Mapping[str, Any]],
+    workers: int,
+    cancel: threading.Event,
+) -> list[T]:
+    """`work(item)` for every item on `workers` threads, results in input order.
+
+    Daemon threads, not a ThreadPoolExecutor, whose threads the interpreter joins at exit: after Ctrl-C
+    or SIGTERM the process would wait there for every request still in flight (up to request_timeout
+    each) before it could end. Interrupted, this sets `cancel` and returns at once: no queued request
+    or backoff wait goes on, and a request in flight ends on its own without holding up the exit.
+    """
+    results: list[Any] = [None] * len(items)
+    pending = iter(range(len(items)))
+    lock = threading.Lock()
+    failures: list[BaseException] = []
+
+    def worker() -> None:
+        while not cancel.is_set():
+            with lock:
+                index = next(pending, None)
+            if index is None:
+                return
+            try:
+                results[index] = work(items[index])
+            except BaseException as e:  # handed to the caller's thread, as a pool's future would
+                failures.append(e)
+                cancel.set()
+                return
+
+    threads = [
+        threading.Thread(target=worker, name=f"ascend-eval-http-{k}", daemon=True) for k in range(workers)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except BaseException:
+        cancel.set()  # Ctrl-C or SIGTERM: drop the queued requests and the pending backoff waits
+        raise
+    if failures:
+        raise failures[0]
+    return results
 
 
 def _status_hint(status: int) -> str:
@@ -407,6 +591,16 @@ def _status_hint(status: int) -> str:
         return ". Check the API key (api_key_env / api_key_file) and that it may use this model."
     if status == 404:
         return ". Check the url (the server's base URL) and that the server offers this endpoint and model."
+    return ""
+
+
+def _html_hint(response: httpx.Response) -> str:
+    kind = response.headers.get("Content-Type", "")
+    if "html" in kind or response.text.lstrip()[:1] == "<":
+        return (
+            ". It is an HTML page: check that the url is the API's base URL (e.g. http://host:8000/v1), "
+            "not a web page, a proxy's sign-in page or a load balancer's error page"
+        )
     return ""
 
 
@@ -451,8 +645,10 @@ def discover_model(
     probe = EndpointConfig(url=url, model="?", api_key_env=api_key_env, api_key_file=api_key_file)
     key, _ = _read_api_key(probe)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
+    transport = _scrubbing_transport(_Scrubber(key), httpx.Limits())
     try:
-        response = httpx.get(probe.endpoint("/models"), headers=headers, timeout=timeout)
+        with httpx.Client(timeout=timeout, transport=transport) as http:
+            response = http.get(probe.endpoint("/models"), headers=headers)
         response.raise_for_status()
         models = [m["id"] for m in response.json()["data"]]
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
@@ -464,4 +660,5 @@ def discover_model(
         ) from None
     if not models:
         raise BackendError(f"{probe.url}/models lists no model. Pass the model name explicitly.")
-    return str(models[0])
+    # The name goes into model ids, results and logs: a server that lists the key there must not leak it.
+    return _Scrubber(key).text(str(models[0]))

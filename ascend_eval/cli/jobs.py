@@ -36,10 +36,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"job {job.id} started in the background ({job.directory})")
         print(f"follow it with: ascend-eval job status {job.id}")
         return 0
-    from ascend_eval.jobs.runner import cancel_on_sigterm
-
+    # SIGTERM (`job cancel`, `timeout`) stops it like Ctrl-C: `main` runs every command that way.
     print(f"job {job.id} running in {job.directory}", file=sys.stderr)
-    cancel_on_sigterm()
     job.run()
     print((job.directory / "results" / "summary.txt").read_text(encoding="utf-8"))
     print(f"\njob {job.id} completed; results: ascend-eval job results {job.id}")

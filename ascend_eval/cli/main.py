@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ascend_eval.cli import experiments as experiments_cli
 from ascend_eval.cli import jobs as jobs_cli
+from ascend_eval.cli.process import run_command
 from ascend_eval.models.errors import AscendEvalError
 
 
@@ -193,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The terminal shows `level` even when a job raises our loggers to INFO for its own log file.
         handler.setLevel(level)
     try:
-        return args.func(args)
+        return run_command(args.func, args)
     except AscendEvalError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

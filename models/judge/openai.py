@@ -243,8 +243,23 @@ def _chat_chars(messages: Sequence[Message]) -> int:
 
 def _first_choice(data: dict[str, Any]) -> dict[str, Any]:
     choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+    if choices is None:
         raise ValueError(f"no 'choices' in the response; its keys are {sorted(data)}")
+    if not isinstance(choices, list):
+        raise ValueError(
+            f"'choices' is a {type(choices).__name__}, not a list; the response's keys are {sorted(data)}. "
+            "Check that the url is an OpenAI-compatible /v1 server"
+        )
+    if not choices:
+        # A 200 with nothing generated: e.g. a content filter (Azure adds prompt_filter_results), a proxy
+        # that dropped the choices, or a server that failed the request but answered 200.
+        raise ValueError(
+            f"'choices' is an empty list: the server answered 200 but generated nothing for this request "
+            f"(the response's keys are {sorted(data)}). Check the server's log for this request, and any "
+            "content filter or gateway between here and the model"
+        )
+    if not isinstance(choices[0], dict):
+        raise ValueError(f"the first of the 'choices' is a {type(choices[0]).__name__}, not an object")
     return choices[0]
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -84,3 +86,64 @@ def test_detach_then_cancel_from_another_process(tmp_path, judge_server):
     assert cancelled.returncode == 0 and cancelled.stdout.strip() == "bg: cancelled"
     status = subprocess.run([*cli, "status", "bg", "--json"], capture_output=True, text=True, timeout=60)
     assert json.loads(status.stdout)["status"] == "cancelled"
+
+
+def _into_closed_pipe(args):
+    """Run the CLI with stdout a pipe whose reader has gone, as in `ascend-eval job list | head`."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "ascend_eval", *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path, judge_server):
+    root = ["job", "--jobs-dir", str(tmp_path / "jobs")]
+    assert (
+        main(
+            [*root, "run", _spec_file(tmp_path, inline_spec_for(judge_server.url, secret=None)), "--id", "p"]
+        )
+        == 0
+    )
+    for args in (["results", "p", "--json"], ["list"]):
+        done = _into_closed_pipe([*root, *args])
+        assert (done.returncode, done.stderr) == (141, ""), args
+
+
+def test_sigterm_during_a_foreground_run_cancels_and_resume_sends_only_the_rest(tmp_path, judge_server):
+    judge_server.hold_classify.set()
+    jobs_dir = str(tmp_path / "jobs")
+    spec = _spec_file(tmp_path, inline_spec_for(judge_server.url, secret=None))
+    cli = [sys.executable, "-m", "ascend_eval", "job", "--jobs-dir", jobs_dir]
+    run = subprocess.Popen(
+        [*cli, "run", spec, "--id", "fg"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not judge_server.classify_bodies() and run.poll() is None:
+            assert time.monotonic() < deadline, "the verdict round never started"
+            time.sleep(0.05)
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=30)
+    finally:
+        judge_server.hold_classify.clear()
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 130 and "Traceback" not in err, err
+    status = subprocess.run([*cli, "status", "fg", "--json"], capture_output=True, text=True, timeout=60)
+    assert json.loads(status.stdout)["status"] == "cancelled"
+    assert (
+        "cancelled; answered requests stay in its cache" in (tmp_path / "jobs" / "fg" / "job.log").read_text()
+    )
+
+    statements = len(judge_server.generate_bodies())
+    resumed = subprocess.run([*cli, "run", "--resume", "fg"], capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(judge_server.generate_bodies()) == statements  # the statements came from the cache

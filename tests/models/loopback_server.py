@@ -37,6 +37,12 @@ class Reply:
     delay: float = 0.0
     """Seconds to wait before answering (cut short when the server closes)."""
     headers: dict[str, str] = field(default_factory=dict)
+    close_after: int | None = None
+    """Send only this many bytes of the body (the headers announce all of it), then close the connection:
+    a server that died or a proxy that dropped the connection mid-response."""
+    content_type: str = "application/json"
+    reason: str | None = None
+    """The status line's reason phrase (None: the standard one for the status)."""
 
 
 @dataclass(frozen=True)
@@ -152,12 +158,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
             if isinstance(payload, (dict, list)):
                 payload = json.dumps(payload)
             data = payload.encode("utf-8") if isinstance(payload, str) else (payload or b"")
-            self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
+            self.send_response(reply.status, reply.reason)
+            self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(data)))
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.end_headers()
+            if reply.close_after is not None:
+                self.wfile.write(data[: reply.close_after])
+                self.close_connection = True  # the rest never comes: the client sees the connection close
+                return
             self.wfile.write(data)
         except OSError:
             self.close_connection = True  # the client gave up waiting (a timeout test); nothing to answer

@@ -237,6 +237,7 @@ def test_connection_refused_is_retried_then_fails(loopback):
         (Reply({"choices": [{"message": {"role": "assistant", "content": 42}}]}), "no text content"),
         (Reply({"choices": [{"index": 0}]}), "has no 'message'"),
         (Reply([1, 2]), "expected a JSON object"),
+        (Reply("<html><title>Sign in</title></html>", content_type="text/html"), "It is an HTML page"),
     ],
 )
 def test_malformed_bodies_fail_without_retry(loopback, reply, reason):
@@ -516,3 +517,27 @@ def test_discover_model_reads_the_first_listed_model(loopback):
         discover_model(loopback.url)
     with pytest.raises(BackendError, match="Is the server running"):
         discover_model("http://127.0.0.1:9")
+
+
+@pytest.mark.parametrize("choices", [[], None, {"0": {}}])
+def test_empty_choices_say_what_came_back_and_what_to_check(loopback, choices):
+    # An empty list: e.g. a content filter (Azure's prompt_filter_results) or a proxy that dropped them.
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": choices,
+        "usage": {"prompt_tokens": 7},
+    }
+    if choices is None:
+        del body["choices"]
+    loopback.enqueue(CHAT, body)
+    [result] = OpenAIJudge(endpoint_config(loopback)).generate([ask("x")])
+    assert result.finish_reason == "error" and len(loopback.requests) == 1
+    if choices == []:
+        assert "'choices' is an empty list" in result.error
+        assert "Check the server's log for this request" in result.error
+    elif choices is None:
+        assert "no 'choices' in the response" in result.error
+    else:
+        assert "'choices' is a dict, not a list" in result.error
+    assert "keys are ['choices', 'id', 'object', 'usage']" in result.error or choices is None
