@@ -143,8 +143,6 @@ class TorchJudge:
 
     def __init__(self, config: TorchJudgeConfig) -> None:
         torch, transformers = _import_engine()
-        from ascend_eval.kernels.label_softmax import LabelSoftmax
-
         self.config = config
         self.device: DeviceInfo = resolve_device(config.device)
         from ascend_eval.models.weights.gguf import resolve_checkpoint
@@ -192,7 +190,6 @@ class TorchJudge:
             )
         self.max_model_len: int | None = config.max_model_len or limit
         self.chat = ChatRenderer(tok)
-        self.label_softmax = LabelSoftmax(self.device.type)
         self.forward_batches = 0
         self.decode_row_steps = 0
         self.prefix_tokens_reused = 0
@@ -467,6 +464,8 @@ class TorchJudge:
     ) -> list[list[float]]:
         import torch
 
+        from ascend_eval.kernels.label_softmax import label_id_matrix, label_softmax_native
+
         with self.device.inference_mode():
             # A cache only where a shared prefix must hand its keys to the suffix pass.
             cache = self._new_cache() if shared else None
@@ -477,10 +476,8 @@ class TorchJudge:
             for j, labels in enumerate(label_ids):
                 groups.setdefault(labels, []).append(j)
             for labels, members in groups.items():
-                width = max(len(t) for t in labels)
-                matrix = torch.tensor([[*t, *([-1] * (width - len(t)))] for t in labels], dtype=torch.long)
                 index = torch.tensor(members, device=last.device)
-                p = self.label_softmax(last.index_select(0, index), matrix.to(last.device)).cpu()
+                p = label_softmax_native(last.index_select(0, index), label_id_matrix(labels)).cpu()
                 for j, row in zip(members, p.tolist(), strict=True):
                     probs[j] = row
         return probs
