@@ -16,14 +16,23 @@ from ascend_eval.cli.process import run_command
 from ascend_eval.models.errors import AscendEvalError
 
 
-def _split(values: Sequence[str] | None) -> list[str] | None:
-    """Accept `--metrics a b` and `--metrics a,b` alike."""
+def split_values(values: Sequence[str] | None) -> list[str] | None:
+    """Accept `--metrics a b` and `--metrics a,b` alike.
+
+    >>> split_values(["faithfulness,answer_similarity", "x"])
+    ['faithfulness', 'answer_similarity', 'x']
+    """
     if not values:
         return None
     return [v for value in values for v in value.split(",") if v]
 
 
-def _column_map(pairs: Sequence[str] | None) -> dict[str, str] | None:
+def parse_column_map(pairs: Sequence[str] | None) -> dict[str, str] | None:
+    """`--column-map OURS=THEIRS ...` as a dict.
+
+    >>> parse_column_map(["user_input=query"])
+    {'user_input': 'query'}
+    """
     if not pairs:
         return None
     out = {}
@@ -61,7 +70,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     result = evaluate(
         args.data,
-        _split(args.metrics),
+        split_values(args.metrics),
         judge=judge,
         embedder=embedder,
         cross_encoder=cross_encoder,
@@ -73,7 +82,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         language=args.language,
         ragas_compat=args.ragas_compat,
         judge_mode=args.judge_mode,
-        column_map=_column_map(args.column_map),
+        column_map=parse_column_map(args.column_map),
         progress=not args.quiet,
         on_round=show,
     )

@@ -120,6 +120,12 @@ class Job:
     def status(self) -> str:
         return str(self.info()["status"])
 
+    @property
+    def returncode(self) -> int | None:
+        """The exit code of the background process `start` launched from this object; None while it runs,
+        or when this object started none."""
+        return None if self._process is None else self._process.poll()
+
     def _update(self, **fields: Any) -> dict[str, Any]:
         path = self.directory / "status.json"
         info = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
@@ -299,23 +305,30 @@ def _check_some_scored(result: Any) -> None:
         )
 
 
-def _log_to(path: Path) -> logging.Handler:
+class _JobLog(logging.FileHandler):
+    """A run's job.log; remembers the library logger's level from before the run, to restore it after."""
+
+    def __init__(self, path: Path, previous_level: int) -> None:
+        super().__init__(path, encoding="utf-8")
+        self.previous_level = previous_level
+
+
+def _log_to(path: Path) -> _JobLog:
     """Send the library's log lines (INFO and up) to `path` for the duration of a run."""
-    handler = logging.FileHandler(path, encoding="utf-8")
+    root = logging.getLogger("ascend_eval")
+    handler = _JobLog(path, root.level)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.setLevel(logging.INFO)
-    root = logging.getLogger("ascend_eval")
-    handler._previous_level = root.level  # type: ignore[attr-defined]
     if root.getEffectiveLevel() > logging.INFO:
         root.setLevel(logging.INFO)
     root.addHandler(handler)
     return handler
 
 
-def _stop_logging(handler: logging.Handler) -> None:
+def _stop_logging(handler: _JobLog) -> None:
     root = logging.getLogger("ascend_eval")
     root.removeHandler(handler)
-    root.setLevel(handler._previous_level)  # type: ignore[attr-defined]
+    root.setLevel(handler.previous_level)
     handler.close()
 
 

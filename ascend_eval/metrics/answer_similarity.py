@@ -5,30 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-import numpy as np
-
 from ascend_eval.data import Column, Sample
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext, RoleName
 from ascend_eval.models.base import CrossScoreRequest, EmbedRequest
 from ascend_eval.models.errors import ConfigError
-
-
-def cosine(a: np.ndarray, b: np.ndarray, *, zero: float = 0.0) -> float:
-    """Cosine similarity of two vectors, computed in float64; `zero` when either vector is all zeros
-    (0.0 by default; RAGAS divides by the zero norm and gets NaN).
-
-    >>> cosine(np.array([1.0, 0.0]), np.array([1.0, 1.0]))
-    0.7071067811865475
-    >>> cosine(np.zeros(3), np.ones(3))
-    0.0
-    >>> cosine(np.zeros(3), np.ones(3), zero=float("nan"))
-    nan
-    """
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-    if na == 0.0 or nb == 0.0:
-        return zero
-    return float(np.dot(a, b) / (na * nb))
+from ascend_eval.similarity import cosine
 
 
 def apply_threshold(score: float, threshold: float | None) -> float:

@@ -19,7 +19,8 @@ from ascend_eval.models.errors import ConfigError, DataError
 from ascend_eval.pipeline.chunking import Chunk, OffsetTokenizer, check_corpus, chunk_corpus, load_tokenizer
 from ascend_eval.pipeline.config import PipelineConfig
 from ascend_eval.pipeline.generation import generate_answers
-from ascend_eval.pipeline.retrieval import EmbeddingMemo, cosine, embed_texts, rerank, top_indices
+from ascend_eval.pipeline.retrieval import EmbeddingMemo, embed_texts, rerank
+from ascend_eval.similarity import cosine_matrix, top_k
 from ascend_eval.text.language import Language, detect_language
 
 Progress = Callable[[str, int, int], None]
@@ -137,8 +138,8 @@ def _retrieve(
     query_vectors, chunk_vectors = embed_texts(engine, [(questions, "query"), (texts, "document")], memo=memo)
     _report(progress, "embed", len(texts) + len(questions), len(texts) + len(questions))
     reranking = engine.backends.reranker is not None
-    picked = top_indices(
-        cosine(query_vectors, chunk_vectors), config.candidates if reranking else config.top_k
+    picked = top_k(
+        cosine_matrix(query_vectors, chunk_vectors), config.candidates if reranking else config.top_k
     )
     if reranking:
         _report(progress, "rerank", 0, len(questions))

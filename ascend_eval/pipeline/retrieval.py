@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from ascend_eval.engine import Engine, PlanError
 from ascend_eval.models.base import CrossScoreRequest, EmbedKind, EmbedRequest, Request
 from ascend_eval.models.errors import BackendError
+from ascend_eval.similarity import top_k
 
 
 def ask(engine: Engine, requests: Sequence[Request], stage: str) -> list[Any]:
@@ -100,40 +101,6 @@ def embed_texts(
     return out
 
 
-def cosine(queries: NDArray[np.float32], documents: NDArray[np.float32]) -> NDArray[np.float32]:
-    """float32 `[n, m]` cosine similarities; 0 for an all-zero row.
-
-    Uses the `pairwise_cosine` kernel when torch is installed (blocked, on the CPU where the embeddings
-    arrive), else the same computation in numpy (endpoint-only installs have no torch).
-
-    >>> cosine(np.array([[3.0, 4.0]], np.float32), np.array([[3.0, 4.0], [0.0, 0.0]], np.float32)).tolist()
-    [[1.0, 0.0]]
-    """
-    try:
-        import torch
-
-        from ascend_eval.kernels.pairwise_cosine import pairwise_cosine
-    except ImportError:
-        norms_q = np.linalg.norm(queries, axis=1, keepdims=True)
-        norms_d = np.linalg.norm(documents, axis=1, keepdims=True)
-        q = queries / np.where(norms_q > 0, norms_q, 1)
-        d = documents / np.where(norms_d > 0, norms_d, 1)
-        return np.clip(q @ d.T, -1.0, 1.0).astype(np.float32)
-    q = torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32))
-    d = torch.from_numpy(np.ascontiguousarray(documents, dtype=np.float32))
-    return pairwise_cosine(q, d).numpy()
-
-
-def top_indices(scores: NDArray[np.float32], k: int) -> list[list[int]]:
-    """Per row, the indices of the `k` highest scores, best first; ties keep the lower index first.
-
-    >>> top_indices(np.array([[0.1, 0.9, 0.9, 0.5]], np.float32), 3)
-    [[1, 2, 3]]
-    """
-    order = np.argsort(-scores, axis=1, kind="stable")
-    return [row[:k].tolist() for row in order]
-
-
 def rerank(
     engine: Engine, queries: Sequence[str], candidates: Sequence[Sequence[str]], k: int
 ) -> list[list[int]]:
@@ -152,5 +119,5 @@ def rerank(
     for passages in candidates:
         mine = np.asarray(scores[pos : pos + len(passages)], dtype=np.float32)
         pos += len(passages)
-        out.append(np.argsort(-mine, kind="stable")[:k].tolist())
+        out.extend(top_k(mine[None, :], k))
     return out

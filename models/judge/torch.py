@@ -30,8 +30,7 @@ from ascend_eval.models.base import (
 from ascend_eval.models.batching import batches_by_budget, longest_first, scatter
 from ascend_eval.models.device import DeviceInfo, resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
-from ascend_eval.models.judge.chat import ChatRenderer
-from ascend_eval.models.weights.paths import local_model_id
+from ascend_eval.models.judge.base import LabelIds, TokenJudge, check_judge_model
 
 if TYPE_CHECKING:
     import torch
@@ -41,8 +40,6 @@ __all__ = ["TorchJudge", "TorchJudgeConfig"]
 log = logging.getLogger(__name__)
 
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
-_LABEL_CONTEXT_CHARS = 32
-"""How much of the prompt's end is re-tokenised to see how a label's first token joins the prompt."""
 _PREFIX_GROUP_TOKENS = 64
 """`classify` batches together rows whose first this-many tokens agree, so that a batch's rows share one
 prompt's instruction rather than only the chat template's preamble (24 tokens for SmolLM2)."""
@@ -78,15 +75,7 @@ class TorchJudgeConfig:
     costs more than the rows save."""
 
     def __post_init__(self) -> None:
-        path = Path(self.model).expanduser()
-        if path.suffix.lower() == ".gguf":
-            if not path.is_file():
-                raise ConfigError(f"TorchJudgeConfig.model='{self.model}': no such GGUF file.")
-        elif not (path / "config.json").is_file():
-            raise ConfigError(
-                f"TorchJudgeConfig.model='{self.model}' is neither a .gguf file nor a checkpoint directory "
-                "with a config.json. Pass a local directory (nothing is downloaded) or a .gguf file."
-            )
+        check_judge_model("TorchJudgeConfig", self.model)
         if self.dtype not in _DTYPES:
             raise ConfigError(f"TorchJudgeConfig.dtype={self.dtype!r} is not one of {list(_DTYPES)}.")
         if self.token_budget < 1:
@@ -116,14 +105,14 @@ def _import_engine() -> tuple[Any, Any]:
     return torch, transformers
 
 
-class TorchJudge:
-    """A judge LLM on transformers, implementing the `Judge` protocol.
+class TorchJudge(TokenJudge):
+    """A judge LLM on transformers, implementing the `Judge` protocol. The checkpoint, `model_id`,
+    tokenizer, chat rendering, label tokens and length limits are `TokenJudge`'s.
 
     Args:
         config: what to load and how to batch.
 
     Attributes:
-        model_id: the checkpoint's directory name plus a short content hash (see `paths.local_model_id`).
         device: where the model runs.
         max_model_len: the effective limit on prompt plus output tokens (None: unlimited).
         forward_batches: how many model forward calls have run so far: per batch, one over the prompts (two
@@ -143,23 +132,14 @@ class TorchJudge:
 
     def __init__(self, config: TorchJudgeConfig) -> None:
         torch, transformers = _import_engine()
-        from ascend_eval.kernels.label_softmax import LabelSoftmax
-
         self.config = config
         self.device: DeviceInfo = resolve_device(config.device)
-        from ascend_eval.models.weights.gguf import resolve_checkpoint
-
-        path = resolve_checkpoint(config.model)
-        self.checkpoint = path
-        self.model_id = local_model_id(path)
+        super().__init__(config.model, trust_remote_code=config.trust_remote_code)
+        path = self.checkpoint
         dtype_name = self.device.default_dtype if config.dtype == "auto" else config.dtype
         self.dtype = getattr(torch, dtype_name)
-
         started = time.perf_counter()
         try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
-                path, local_files_only=True, trust_remote_code=config.trust_remote_code
-            )
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
                 path,
                 dtype=self.dtype,
@@ -190,16 +170,13 @@ class TorchJudge:
                 f"max_model_len={config.max_model_len} exceeds the model's max_position_embeddings={limit}. "
                 f"Use max_model_len <= {limit} or None."
             )
-        self.max_model_len: int | None = config.max_model_len or limit
-        self.chat = ChatRenderer(tok)
-        self.label_softmax = LabelSoftmax(self.device.type)
+        self.max_model_len = config.max_model_len or limit
         self.forward_batches = 0
         self.decode_row_steps = 0
         self.prefix_tokens_reused = 0
         self._keeps_last_logits = "logits_to_keep" in _forward_params(self.model)
         self._decode_cache_kwarg = _cache_param(self.model)
         self._shares_prefix = self._can_share_prefix()
-        self._label_cache: dict[tuple[str, str], tuple[int, ...]] = {}
         self._grammar_compiler: Any = None
 
     # ------------------------------------------------------------------ shared helpers
@@ -239,10 +216,6 @@ class TorchJudge:
             return False
         return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
-    def _encode_prompts(self, texts: Sequence[str]) -> list[list[int]]:
-        enc = self.tokenizer(list(texts), add_special_tokens=self.chat.add_special_tokens)
-        return [list(ids) for ids in enc["input_ids"]]
-
     def _left_pad(self, rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """input_ids, attention_mask and position_ids `[B, T]` long, left-padded, on the device."""
         import torch
@@ -259,16 +232,6 @@ class TorchJudge:
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
         dev = self.device.torch_device
         return ids.to(dev), mask.to(dev), positions.to(dev)
-
-    def _too_long(self, n_tokens: int, room: int) -> str | None:
-        if self.max_model_len is not None and n_tokens + room > self.max_model_len:
-            need = "" if room == 0 else f" plus at least {room} generated token"
-            return (
-                f"The prompt has {n_tokens} tokens{need}, over max_model_len={self.max_model_len} of judge "
-                f"{self.model_id}. Shorten the inputs (e.g. fewer or shorter contexts) or raise "
-                "max_model_len."
-            )
-        return None
 
     def _min_shared_prefix(self) -> int:
         """`min_shared_prefix`, or 0 (no sharing) where the model's cache cannot be shared."""
@@ -303,7 +266,7 @@ class TorchJudge:
         self.forward_batches += 1
         return out.logits[:, -1, :]
 
-    def _prefix_cuts(self, rows: list[list[int]]) -> list[int] | None:
+    def prefix_cuts(self, rows: list[list[int]]) -> list[int] | None:
         """For `_prefill`: how many leading tokens of each row run once per distinct prefix, or None to
         run whole prompts in one pass.
 
@@ -412,14 +375,12 @@ class TorchJudge:
         """
         if not requests:
             return []
-        texts = [self.chat.render(r.messages) + r.answer_prefix for r in requests]
-        prompts = self._encode_prompts(texts)
-        label_ids = [self._label_matrix(t, r.labels) for t, r in zip(texts, requests, strict=True)]
+        prompts, label_ids = self.classify_prompts(requests)
 
         pieces: list[tuple[list[int], list[ClassifyResult]]] = []
         runnable: list[int] = []
         for i, (r, p) in enumerate(zip(requests, prompts, strict=True)):
-            error = self._too_long(len(p), 0)
+            error = self.too_long(len(p), 0)
             if error is not None:
                 pieces.append(([i], [ClassifyResult.failed(r.labels, error)]))
             else:
@@ -463,9 +424,11 @@ class TorchJudge:
         return batches
 
     def _classify_batch(
-        self, rows: list[list[int]], label_ids: list[tuple[tuple[int, ...], ...]], shared: int
+        self, rows: list[list[int]], label_ids: list[LabelIds], shared: int
     ) -> list[list[float]]:
         import torch
+
+        from ascend_eval.kernels.label_softmax import label_id_matrix, label_softmax_native
 
         with self.device.inference_mode():
             # A cache only where a shared prefix must hand its keys to the suffix pass.
@@ -477,57 +440,11 @@ class TorchJudge:
             for j, labels in enumerate(label_ids):
                 groups.setdefault(labels, []).append(j)
             for labels, members in groups.items():
-                width = max(len(t) for t in labels)
-                matrix = torch.tensor([[*t, *([-1] * (width - len(t)))] for t in labels], dtype=torch.long)
                 index = torch.tensor(members, device=last.device)
-                p = self.label_softmax(last.index_select(0, index), matrix.to(last.device)).cpu()
+                p = label_softmax_native(last.index_select(0, index), label_id_matrix(labels)).cpu()
                 for j, row in zip(members, p.tolist(), strict=True):
                     probs[j] = row
         return probs
-
-    def _label_matrix(self, prompt_text: str, labels: Sequence[str]) -> tuple[tuple[int, ...], ...]:
-        tail = prompt_text[-_LABEL_CONTEXT_CHARS:]
-        ids = tuple(self._label_token_ids(tail, label) for label in labels)
-        owner: dict[int, str] = {}
-        for label, toks in zip(labels, ids, strict=True):
-            for t in toks:
-                if t in owner and owner[t] != label:
-                    raise ConfigError(
-                        f"Labels {owner[t]!r} and {label!r} both start with token {t} "
-                        f"({self.tokenizer.decode([t])!r}), so their probabilities cannot be told apart. "
-                        "Use labels whose first tokens differ (e.g. 'Yes'/'No', or single digits)."
-                    )
-                owner[t] = label
-        return ids
-
-    def _label_token_ids(self, tail: str, label: str) -> tuple[int, ...]:
-        """The first token of `label` as the tokenizer writes it right after the prompt's `tail`, plus the
-        first token of " " + label when that differs and is not bare whitespace."""
-        key = (tail, label)
-        cached = self._label_cache.get(key)
-        if cached is not None:
-            return cached
-
-        def encode(text: str) -> list[int]:
-            return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-        base, joined = encode(tail), encode(tail + label)
-        if len(joined) > len(base) and joined[: len(base)] == base:
-            first = joined[len(base)]
-        else:
-            # The label merged with the prompt's last characters into one token; the prompt the model reads
-            # ends before the label, so take the label's own first token instead.
-            own = encode(label)
-            if not own:
-                raise ConfigError(f"Label {label!r} encodes to no tokens; use a non-empty label.")
-            first = own[0]
-        ids = [first]
-        spaced = encode(" " + label)
-        if spaced and spaced[0] != first and self.tokenizer.decode([spaced[0]]).strip():
-            ids.append(spaced[0])
-        result = tuple(ids)
-        self._label_cache[key] = result
-        return result
 
     # ------------------------------------------------------------------ generate
 
@@ -560,22 +477,22 @@ class TorchJudge:
                 "`past_key_values` with `use_cache`), which TorchJudge.generate decodes with. Use a "
                 "transformers causal LM that does (transformers >= 4.56), or the vllm backend."
             )
-        prompts = self._encode_prompts([self.chat.render(r.messages) for r in requests])
+        prompts = self.generate_prompts(requests)
         groups: dict[GenerationParams, list[int]] = {}
         for i, r in enumerate(requests):
             groups.setdefault(r.params, []).append(i)
 
         pieces: list[tuple[list[int], list[GenerateResult]]] = []
         for params, members in groups.items():
-            grammar = self._compile_schema(params.json_schema) if params.json_schema is not None else None
+            grammar = self.compile_schema(params.json_schema) if params.json_schema is not None else None
             runnable: list[int] = []
             for i in members:
-                error = self._too_long(len(prompts[i]), 1)
+                error = self.too_long(len(prompts[i]), 1)
                 if error is not None:
                     pieces.append(([i], [GenerateResult.failed(error)]))
                 else:
                     runnable.append(i)
-            caps = {i: self._new_token_cap(len(prompts[i]), params.max_tokens) for i in runnable}
+            caps = {i: self.new_token_cap(len(prompts[i]), params.max_tokens) for i in runnable}
             for batch in self._generate_batches(runnable, prompts, caps):
                 results = self._generate_batch(
                     [prompts[i] for i in batch], [caps[i] for i in batch], params, grammar
@@ -583,12 +500,14 @@ class TorchJudge:
                 pieces.append((batch, results))
         return scatter(len(requests), pieces)
 
-    def _new_token_cap(self, prompt_len: int, max_tokens: int) -> int:
-        if self.max_model_len is None:
-            return max_tokens
-        return max(1, min(max_tokens, self.max_model_len - prompt_len))
+    def compile_schema(self, schema_text: str) -> Any:
+        """The xgrammar grammar `generate` constrains a `json_schema` request with: compact JSON, no free
+        whitespace, over this tokenizer's vocabulary.
 
-    def _compile_schema(self, schema_text: str) -> Any:
+        Raises:
+            MissingDependencyError: xgrammar is missing.
+            ConfigError: xgrammar cannot compile the schema.
+        """
         if self._grammar_compiler is None:
             try:
                 import xgrammar
@@ -673,7 +592,7 @@ class TorchJudge:
         reasons = [""] * len(rows)  # "" while the row is still decoding
         live = list(range(len(rows)))  # the row of `rows` behind each row of the running batch
         cache = self._new_cache()
-        logits, mask, positions = self._prefill(rows, self._prefix_cuts(rows), cache, "generate")
+        logits, mask, positions = self._prefill(rows, self.prefix_cuts(rows), cache, "generate")
         step = 0
         while True:
             # float32 as transformers' generate does before its processors: the sampler's softmax and

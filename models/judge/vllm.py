@@ -8,8 +8,8 @@ the same tokenizer as `TorchJudge`, and handed to vLLM as token ids, so both bac
 inputs:
 
 - `classify` asks for one token with the log-probabilities of exactly the labels' first tokens (the very
-  tokens `TorchJudge` reads), so a verdict costs one prefill; the labels' probabilities are the softmax of
-  each label's log-sum-exp over its tokens, as in `TorchJudge`'s label softmax.
+  tokens `TorchJudge` reads, by `TokenJudge`'s rules), so a verdict costs one prefill; the labels'
+  probabilities come from the op `TorchJudge` uses, `kernels.label_softmax`, given those log-probabilities.
 - `generate` decodes greedily (or samples with the request's seed) with stop strings. A JSON schema goes to
   vLLM's own structured-output parameters as the grammar xgrammar (vLLM's grammar engine too) makes of it
   without free whitespace, exactly the grammar `TorchJudge` compiles. vLLM's own `json=` option would not
@@ -24,7 +24,6 @@ import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ascend_eval.models.base import (
@@ -35,20 +34,15 @@ from ascend_eval.models.base import (
     GenerationParams,
 )
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
-from ascend_eval.models.judge.chat import ChatRenderer
-from ascend_eval.models.judge.torch import TorchJudge
-from ascend_eval.models.vllm_runtime import (
-    VllmEngineConfig,
-    import_vllm,
-    load_tokenizer,
-    start_engine,
-    stop_engine,
-)
-from ascend_eval.models.weights.paths import local_model_id
+from ascend_eval.models.judge.base import LabelIds, TokenJudge, check_judge_model
+from ascend_eval.models.vllm_runtime import VllmEngineConfig, import_vllm, start_engine, stop_engine
 
 __all__ = ["VllmJudge", "VllmJudgeConfig", "label_probs"]
 
 log = logging.getLogger(__name__)
+
+_ROOM = 1
+"""Tokens a prompt must leave within max_model_len: vLLM generates at least one, also for a verdict."""
 
 
 @dataclass(frozen=True)
@@ -61,40 +55,33 @@ class VllmJudgeConfig(VllmEngineConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        path = Path(self.model).expanduser()
-        if path.suffix.lower() == ".gguf":
-            if not path.is_file():
-                raise ConfigError(f"VllmJudgeConfig.model='{self.model}': no such GGUF file.")
-        elif not (path / "config.json").is_file():
-            raise ConfigError(
-                f"VllmJudgeConfig.model='{self.model}' is neither a .gguf file nor a checkpoint directory "
-                "with a config.json. Pass a local directory (nothing is downloaded) or a .gguf file."
-            )
+        check_judge_model("VllmJudgeConfig", self.model)
 
 
 def label_probs(logprobs: Mapping[int, float], label_ids: Sequence[Sequence[int]]) -> tuple[float, ...]:
-    """Probabilities over labels from next-token log-probabilities, as `TorchJudge`'s label softmax: a label
-    scores the log-sum-exp of its tokens, and the scores are softmaxed over the labels (the vocabulary's
-    normaliser cancels, so log-probabilities give what logits give).
+    """Probabilities over labels from next-token log-probabilities, by the op `TorchJudge` runs on its
+    logits (`label_softmax_native`): a label scores the log-sum-exp of its tokens, and the scores are
+    softmaxed over the labels. The label tokens' log-probabilities stand in for a row of logits (the
+    vocabulary's normaliser cancels), in float64.
+
+    Raises:
+        BackendError: every label token has probability 0.
 
     >>> p = label_probs({5: math.log(0.2), 6: math.log(0.1), 7: math.log(0.1)}, [[5], [6, 7]])
     >>> [round(x, 6) for x in p]
     [0.5, 0.5]
     """
-    scores = [_logsumexp([logprobs[t] for t in ids]) for ids in label_ids]
-    top = max(scores)
-    if top == -math.inf:
+    import torch
+
+    from ascend_eval.kernels.label_softmax import label_id_matrix, label_softmax_native
+
+    tokens = sorted({t for ids in label_ids for t in ids})
+    if all(logprobs[t] == -math.inf for t in tokens):
         raise BackendError(f"Every label token has probability 0 (label token ids {label_ids}).")
-    weights = [math.exp(s - top) for s in scores]
-    total = sum(weights)
-    return tuple(w / total for w in weights)
-
-
-def _logsumexp(values: Sequence[float]) -> float:
-    top = max(values)
-    if top == -math.inf:
-        return top
-    return top + math.log(sum(math.exp(v - top) for v in values))
+    column = {t: j for j, t in enumerate(tokens)}
+    row = torch.tensor([[logprobs[t] for t in tokens]], dtype=torch.float64)
+    matrix = label_id_matrix([[column[t] for t in ids] for ids in label_ids])
+    return tuple(label_softmax_native(row, matrix)[0].tolist())
 
 
 def _has_field(cls: Any, name: str) -> bool:
@@ -102,15 +89,15 @@ def _has_field(cls: Any, name: str) -> bool:
     return name in getattr(cls, "__struct_fields__", ()) or name in getattr(cls, "__dataclass_fields__", {})
 
 
-class VllmJudge:
-    """A judge LLM on vLLM, implementing the `Judge` protocol.
+class VllmJudge(TokenJudge):
+    """A judge LLM on vLLM, implementing the `Judge` protocol. The checkpoint, `model_id` (the same as
+    `TorchJudge` gives, so the request cache is shared between the two backends), tokenizer, chat rendering,
+    label tokens and length limits are `TokenJudge`'s.
 
     Args:
         config: what to load and the engine settings.
 
     Attributes:
-        model_id: the checkpoint's directory name plus a short content hash (`paths.local_model_id`), the
-            same as `TorchJudge` gives, so the request cache is shared between the two backends.
         device: where the model runs.
         max_model_len: the engine's limit on prompt plus output tokens.
         exact_label_logprobs: True where vLLM returns the logprobs of chosen token ids
@@ -122,21 +109,10 @@ class VllmJudge:
         BackendError: the checkpoint cannot be loaded.
     """
 
-    # TorchJudge's own rules for which tokens spell a label, so both backends read the same tokens.
-    _label_matrix = TorchJudge._label_matrix
-    _label_token_ids = TorchJudge._label_token_ids
-
     def __init__(self, config: VllmJudgeConfig) -> None:
         vllm = import_vllm()
         self.config = config
-        from ascend_eval.models.weights.gguf import resolve_checkpoint
-
-        path = resolve_checkpoint(config.model)
-        self.checkpoint = path
-        self.model_id = local_model_id(path)
-        self.tokenizer = load_tokenizer(path, config.trust_remote_code)
-        self.chat = ChatRenderer(self.tokenizer)
-        self._label_cache: dict[tuple[str, str], tuple[int, ...]] = {}
+        super().__init__(config.model, trust_remote_code=config.trust_remote_code)
 
         self._sampling_cls = vllm.SamplingParams
         self.exact_label_logprobs = _has_field(self._sampling_cls, "logprob_token_ids")
@@ -149,20 +125,6 @@ class VllmJudge:
         log.info("VllmJudge %s ready on %s.", self.model_id, self.device.describe())
 
     # ------------------------------------------------------------------ shared helpers
-
-    def _encode(self, texts: Sequence[str]) -> list[list[int]]:
-        enc = self.tokenizer(list(texts), add_special_tokens=self.chat.add_special_tokens)
-        return [list(ids) for ids in enc["input_ids"]]
-
-    def _too_long(self, n_tokens: int) -> str | None:
-        # vLLM needs room for at least one generated token after the prompt, also for a classify verdict.
-        if n_tokens + 1 > self.max_model_len:
-            return (
-                f"The prompt has {n_tokens} tokens plus at least 1 generated token, over max_model_len="
-                f"{self.max_model_len} of judge {self.model_id}. Shorten the inputs (e.g. fewer or shorter "
-                "contexts) or raise max_model_len."
-            )
-        return None
 
     def _run(self, prompts: list[list[int]], params: list[Any]) -> list[Any]:
         if not prompts:
@@ -197,13 +159,11 @@ class VllmJudge:
         """
         if not requests:
             return []
-        texts = [self.chat.render(r.messages) + r.answer_prefix for r in requests]
-        prompts = self._encode(texts)
-        label_ids = [self._label_matrix(t, r.labels) for t, r in zip(texts, requests, strict=True)]
+        prompts, label_ids = self.classify_prompts(requests)
         results: list[ClassifyResult | None] = [None] * len(requests)
         runnable: list[int] = []
         for i, (r, p) in enumerate(zip(requests, prompts, strict=True)):
-            error = self._too_long(len(p))
+            error = self.too_long(len(p), _ROOM)
             if error is not None:
                 results[i] = ClassifyResult.failed(r.labels, error)
             else:
@@ -220,7 +180,7 @@ class VllmJudge:
             )
         return results  # type: ignore[return-value]
 
-    def _label_params(self, label_ids: tuple[tuple[int, ...], ...]) -> Any:
+    def _label_params(self, label_ids: LabelIds) -> Any:
         """One greedy token, with the logprobs of the label tokens (the whole vocabulary's on old vLLM)."""
         wanted = sorted({t for ids in label_ids for t in ids})
         logprobs: dict[str, Any] = (
@@ -248,24 +208,24 @@ class VllmJudge:
         """
         if not requests:
             return []
-        prompts = self._encode([self.chat.render(r.messages) for r in requests])
+        prompts = self.generate_prompts(requests)
         results: list[GenerateResult | None] = [None] * len(requests)
         runnable: list[int] = []
         for i, p in enumerate(prompts):
-            error = self._too_long(len(p))
+            error = self.too_long(len(p), _ROOM)
             if error is not None:
                 results[i] = GenerateResult.failed(error)
             else:
                 runnable.append(i)
-        params = [self._sampling(requests[i].params, self.max_model_len - len(prompts[i])) for i in runnable]
+        params = [self._sampling(requests[i].params, len(prompts[i])) for i in runnable]
         outputs = self._run([prompts[i] for i in runnable], params)
         for i, out in zip(runnable, outputs, strict=True):
             results[i] = self._result(out.outputs[0], len(prompts[i]))
         return results  # type: ignore[return-value]
 
-    def _sampling(self, params: GenerationParams, room: int) -> Any:
+    def _sampling(self, params: GenerationParams, prompt_tokens: int) -> Any:
         kwargs: dict[str, Any] = {
-            "max_tokens": min(params.max_tokens, room),
+            "max_tokens": self.new_token_cap(prompt_tokens, params.max_tokens),
             "temperature": params.temperature,
             "top_p": params.top_p,
             "seed": params.seed,

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from ascend_eval.cli.main import _column_map, _split, main
+from ascend_eval.cli.main import main, parse_column_map, split_values
 
 
 def cli(*args):
@@ -37,5 +37,5 @@ def test_unknown_metric_exits_2(tmp_path, capsys):
 
 
 def test_argument_helpers():
-    assert _split(["faithfulness,answer_similarity", "x"]) == ["faithfulness", "answer_similarity", "x"]
-    assert _column_map(["user_input=query"]) == {"user_input": "query"}
+    assert split_values(["faithfulness,answer_similarity", "x"]) == ["faithfulness", "answer_similarity", "x"]
+    assert parse_column_map(["user_input=query"]) == {"user_input": "query"}

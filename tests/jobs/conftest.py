@@ -48,8 +48,8 @@ class RuleJudgeServer:
         )
         if body.get("logprobs"):
             while self.hold_classify.is_set():
-                self.server._closing.wait(0.05)
-                if self.server._closing.is_set():
+                self.server.closing.wait(0.05)
+                if self.server.closing.is_set():
                     break
             p0, p1 = support_rule(ClassifyRequest(messages, ("0", "1")))
             return chat_reply("1", top_logprobs=[("1", math.log(p1)), ("0", math.log(p0))])

@@ -218,7 +218,7 @@ def test_a_job_killed_mid_run_resumes_from_its_cache(jobs, judge_server):
     _wait_for(lambda: job.progress().get("rounds", 0) >= 1)  # round 1 answered and committed
     _wait_for(lambda: len(judge_server.classify_bodies()) >= 1)
     os.kill(job.info()["pid"], signal.SIGKILL)
-    job._process.wait(timeout=30)
+    job.wait(timeout=30)
     assert job.status() == "failed" and "ended without finishing" in job.info()["error"]
     statements_sent = len(judge_server.generate_bodies())
     assert statements_sent == 2
@@ -240,7 +240,8 @@ def test_cancel_stops_a_background_job(jobs, judge_server):
         assert job.cancel(timeout=30) == "cancelled"
     finally:
         judge_server.hold_classify.clear()
-    assert job._process.wait(timeout=30) == 130
+    _wait_for(lambda: job.returncode is not None, timeout=30)
+    assert job.returncode == 130
     assert job.info()["finished"] and "cancelled" in (job.directory / "job.log").read_text()
     assert job.cancel() == "cancelled"  # idempotent
 

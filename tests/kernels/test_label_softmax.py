@@ -8,11 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ascend_eval.kernels.label_softmax import (  # noqa: E402
-    LabelSoftmax,
-    expected_value,
-    label_softmax_native,
-)
+from ascend_eval.kernels.label_softmax import label_id_matrix, label_softmax_native  # noqa: E402
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
@@ -54,7 +50,7 @@ def test_matches_reference(b: int, vocab: int, n_labels: int, g: int, dtype: tor
     logits = (torch.randn(b, vocab, generator=gen) * 4).to(dtype)
     label_ids = make_label_ids(n_labels, g, vocab, gen)
 
-    probs = LabelSoftmax("cpu")(logits, label_ids)
+    probs = label_softmax_native(logits, label_ids)
 
     assert probs.shape == (b, n_labels) and probs.dtype == torch.float32
     # The op upcasts the gathered logits exactly, so only float32 rounding separates it from the float64
@@ -80,20 +76,14 @@ def test_rejects_out_of_range_id() -> None:
         label_softmax_native(torch.zeros(2, 5), torch.tensor([[1], [5]]))
 
 
-def test_dispatch_falls_back_to_native() -> None:
-    for device_type in ("cpu", "cuda", "npu"):
-        assert LabelSoftmax(device_type).impl is label_softmax_native
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_expected_value(dtype: torch.dtype) -> None:
-    probs = torch.tensor([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
-    values = torch.tensor([0.0, 0.5, 1.0], dtype=dtype)
-    out = expected_value(probs, values)
-    assert out.dtype == torch.float32
-    torch.testing.assert_close(out, torch.tensor([0.65, 0.0, 1.0]))
-
-
-def test_expected_value_shape_mismatch() -> None:
-    with pytest.raises(ValueError, match="values"):
-        expected_value(torch.ones(2, 3) / 3, torch.tensor([0.0, 1.0]))
+def test_float64_logits_stay_float64() -> None:
+    """`VllmJudge` passes the label tokens' log-probabilities as float64: they are not rounded to float32."""
+    gen = torch.Generator().manual_seed(5)
+    logprobs = torch.log_softmax(torch.randn(3, 40, generator=gen, dtype=torch.float64), dim=-1)
+    label_ids = label_id_matrix([(3, 7), (11,), (20, 21)])
+    probs = label_softmax_native(logprobs, label_ids)
+    assert probs.dtype == torch.float64
+    torch.testing.assert_close(probs, reference(logprobs, label_ids), atol=1e-15, rtol=1e-13)
+    # Log-probabilities give what logits give: the vocabulary's normaliser cancels.
+    logits = logprobs + torch.randn(3, 1, generator=gen, dtype=torch.float64)
+    torch.testing.assert_close(label_softmax_native(logits, label_ids), probs, atol=1e-15, rtol=1e-13)

@@ -51,7 +51,7 @@ def e5_embedder(e5_dir: Path):
 
     started = time.perf_counter()
     embedder = TorchEmbedder(TorchEmbedderConfig(e5_dir, device="cpu"))
-    n_bytes = sum(p.numel() * p.element_size() for p in embedder._model.parameters())
+    n_bytes = sum(f.stat().st_size for f in e5_dir.rglob("*.safetensors"))
     print(
         f"\ne5 TorchEmbedder load: {time.perf_counter() - started:.2f} s, weights {n_bytes / 2**20:.0f} MiB"
     )

