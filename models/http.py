@@ -42,7 +42,7 @@ T = TypeVar("T")
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _RETRY_AFTER_STATUSES = frozenset({429, 503})
 _ENDPOINT_SUFFIXES = ("/chat/completions", "/completions", "/embeddings", "/ranking", "/rerank")
-_EXCERPT_CHARS = 300
+EXCERPT_CHARS = 300
 _REDACTED = "***"
 # A run of the key this long is redacted wherever it occurs; where a text starts or ends (where a cut,
 # ours or the server's, may have split the key) a shorter run already is.
@@ -181,14 +181,14 @@ def _read_api_key(config: EndpointConfig) -> tuple[str | None, str]:
     return key, source
 
 
-class _Scrubber:
+class Scrubber:
     """Removes one API key from text that came from a server or a library, whole or in part.
 
     The key is replaced wherever it occurs whole, also as JSON, HTML or a URL would escape it; so is any
     run of 8 of its characters (a server may echo part of a key), and, where a text ends, a run of 4 or
     more from the key's start (or, where a text starts, from its end): what a cut inside the key leaves.
 
-    >>> scrub = _Scrubber("sk-0123456789abcdef")
+    >>> scrub = Scrubber("sk-0123456789abcdef")
     >>> scrub.text("bad key sk-0123456789abcdef; 3456789abc; cut: sk-01")
     'bad key ***; ***; cut: ***'
     """
@@ -269,24 +269,24 @@ class _Scrubber:
         return value
 
 
-def _clip(text: str, scrubber: _Scrubber) -> str:
+def clip_excerpt(text: str, scrubber: Scrubber) -> str:
     """`text` from a server or a library, fit for a message: whitespace runs made one space, at most
-    `_EXCERPT_CHARS` characters, and no 4 characters of the API key in a row.
+    `EXCERPT_CHARS` characters, and no 4 characters of the API key in a row.
 
     The order matters. The whole text loses every full key first; the cut's neighbourhood then loses
     every part of one (so a part that straddles the cut goes too), and the excerpt once more after the
     cut: what our cut leaves of a part, or a body the server itself cut inside the key, ends the text.
 
-    >>> scrub = _Scrubber("sk-0123456789abcdef")
-    >>> _clip("x" * 297 + "sk-0123456789abcdef, more", scrub)[-6:]
+    >>> scrub = Scrubber("sk-0123456789abcdef")
+    >>> clip_excerpt("x" * 297 + "sk-0123456789abcdef, more", scrub)[-6:]
     'xx***…'
-    >>> _clip("x" * 295 + "456789abcdef, more", scrub)[-6:]  # part of the key, across the cut
+    >>> clip_excerpt("x" * 295 + "456789abcdef, more", scrub)[-6:]  # part of the key, across the cut
     '***, …'
     """
     text = " ".join(scrubber.whole(text).split())
-    cut = len(text) > _EXCERPT_CHARS
+    cut = len(text) > EXCERPT_CHARS
     if cut:
-        text = scrubber.text(text[: _EXCERPT_CHARS + len(scrubber.key)])[:_EXCERPT_CHARS]
+        text = scrubber.text(text[: EXCERPT_CHARS + len(scrubber.key)])[:EXCERPT_CHARS]
     text = scrubber.text(text)
     return text + "…" if cut else text
 
@@ -331,7 +331,7 @@ class EndpointClient:
         """Attempts repeated so far (all requests together), so callers can report them."""
         self._httpx = httpx
         self._key, self._key_source = _read_api_key(config)
-        self._scrubber = _Scrubber(self._key)
+        self._scrubber = Scrubber(self._key)
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._key is not None:
             self._headers["Authorization"] = f"Bearer {self._key}"
@@ -442,7 +442,7 @@ class EndpointClient:
                         f"POST {url} was cancelled: {e.reason}", status=e.status, attempts=attempt
                     )
             except Exception as e:  # anything else (an odd body, a library's error) fails this request alone
-                err = EndpointError(f"POST {url}: {type(e).__name__}: {self._clip(str(e))}", attempts=attempt)
+                err = EndpointError(f"POST {url}: {type(e).__name__}: {self.clip_excerpt(str(e))}", attempts=attempt)
                 _log_failure(err, cancel)
                 return err
         raise AssertionError("unreachable")
@@ -458,9 +458,9 @@ class EndpointClient:
                 f"timed out ({type(e).__name__}, request_timeout={self.config.request_timeout}s)"
             ) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError) as e:
-            raise _Retryable(f"{type(e).__name__}: {self._clip(str(e))}") from None
+            raise _Retryable(f"{type(e).__name__}: {self.clip_excerpt(str(e))}") from None
         except httpx.HTTPError as e:  # e.g. an unsupported protocol: another attempt cannot help
-            raise EndpointError(f"POST {url}: {type(e).__name__}: {self._clip(str(e))}") from None
+            raise EndpointError(f"POST {url}: {type(e).__name__}: {self.clip_excerpt(str(e))}") from None
 
         status = response.status_code
         if status in _RETRY_STATUSES or status >= 500:
@@ -497,7 +497,7 @@ class EndpointClient:
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
             reason = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
             raise EndpointError(
-                f"POST {url}: unexpected response body ({self._clip(reason)}): {self._excerpt(response)}",
+                f"POST {url}: unexpected response body ({self.clip_excerpt(reason)}): {self._excerpt(response)}",
                 status=status,
             ) from None
 
@@ -509,14 +509,14 @@ class EndpointClient:
             return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
 
     def _excerpt(self, response: httpx.Response) -> str:
-        """The start of a response body, for a message (see `_clip`)."""
-        return self._clip(response.text) or "(empty body)"
+        """The start of a response body, for a message (see `clip_excerpt`)."""
+        return self.clip_excerpt(response.text) or "(empty body)"
 
-    def _clip(self, text: str) -> str:
-        return _clip(text, self._scrubber)
+    def clip_excerpt(self, text: str) -> str:
+        return clip_excerpt(text, self._scrubber)
 
 
-def _scrubbing_transport(scrubber: _Scrubber, limits: httpx.Limits) -> httpx.BaseTransport:
+def _scrubbing_transport(scrubber: Scrubber, limits: httpx.Limits) -> httpx.BaseTransport:
     """httpx's transport, with the status line's reason phrase scrubbed: httpx logs it for every response
     (at INFO, e.g. with `ascend-eval -v`), and a server may put anything there."""
     import httpx
@@ -645,7 +645,7 @@ def discover_model(
     probe = EndpointConfig(url=url, model="?", api_key_env=api_key_env, api_key_file=api_key_file)
     key, _ = _read_api_key(probe)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    transport = _scrubbing_transport(_Scrubber(key), httpx.Limits())
+    transport = _scrubbing_transport(Scrubber(key), httpx.Limits())
     try:
         with httpx.Client(timeout=timeout, transport=transport) as http:
             response = http.get(probe.endpoint("/models"), headers=headers)
@@ -661,4 +661,4 @@ def discover_model(
     if not models:
         raise BackendError(f"{probe.url}/models lists no model. Pass the model name explicitly.")
     # The name goes into model ids, results and logs: a server that lists the key there must not leak it.
-    return _Scrubber(key).text(str(models[0]))
+    return Scrubber(key).text(str(models[0]))

@@ -25,7 +25,7 @@ from ascend_eval.prompts.response_groundedness import GROUNDEDNESS_JUDGE_1, GROU
 from ascend_eval.prompts.statements import STATEMENTS, Statements, StatementsInput
 
 
-def _by_tag(*specs: PromptSpec[Any, Any] | ClassifyPromptSpec[Any]) -> dict[str, Any]:
+def prompts_by_tag(*specs: PromptSpec[Any, Any] | ClassifyPromptSpec[Any]) -> dict[str, Any]:
     table: dict[str, Any] = {}
     for spec in specs:
         if spec.tag in table:  # the tag keys the request cache: two prompts must never share one
@@ -39,7 +39,7 @@ _RATINGS = (
     GROUNDEDNESS_JUDGE_2,
 )  # fmt: skip
 
-PROMPTS: dict[str, PromptSpec[Any, Any] | ClassifyPromptSpec[Any]] = _by_tag(
+PROMPTS: dict[str, PromptSpec[Any, Any] | ClassifyPromptSpec[Any]] = prompts_by_tag(
     STATEMENTS,
     STATEMENT_SUPPORT,
     STATEMENT_VERDICTS,

@@ -12,14 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ascend_eval.models.base import ClassifyRequest, GenerateRequest, Message
-from ascend_eval.models.http import _EXCERPT_CHARS, EndpointClient
+from ascend_eval.models.http import EXCERPT_CHARS, EndpointClient
 from ascend_eval.models.judge.openai import OpenAIJudge
 from tests.models.loopback_server import CHAT, Reply, chat_reply, endpoint_config
 
 KEY = "sk-3f9a1c7e5b2d4a6f8e0c9b1d"
 # What a leak looks like: any 4 characters of the key in a row. The filler text shares none of them.
 LEAK_RUN = 4
-OFFSETS = range(_EXCERPT_CHARS - 50, _EXCERPT_CHARS + 51)  # the key across the excerpt's cut
+OFFSETS = range(EXCERPT_CHARS - 50, EXCERPT_CHARS + 51)  # the key across the excerpt's cut
 
 
 def leaks(text: str, key: str = KEY, run: int = LEAK_RUN) -> list[str]:
@@ -76,7 +76,7 @@ def test_a_key_in_the_keys_of_an_unexpected_body_is_scrubbed(loopback, client):
 
     [outcome] = client.map("/chat/completions", [{}], parse)
     assert "unexpected response body" in str(outcome) and leaks(str(outcome)) == []
-    assert len(str(outcome)) < 2 * _EXCERPT_CHARS + 200
+    assert len(str(outcome)) < 2 * EXCERPT_CHARS + 200
 
 
 def test_a_parse_callback_that_fails_oddly_fails_only_its_request(loopback, client):
@@ -119,9 +119,9 @@ def test_text_returned_from_a_200_body_is_scrubbed(loopback, monkeypatch):
 
 
 def test_scrubber_rules():
-    from ascend_eval.models.http import _Scrubber
+    from ascend_eval.models.http import Scrubber
 
-    scrub = _Scrubber(KEY)
+    scrub = Scrubber(KEY)
     assert scrub.text(f"a {KEY} b") == "a *** b"
     assert scrub.text(json.dumps({"k": 'q"' + KEY})) == json.dumps({"k": 'q"***'})
     assert scrub.text("tail " + KEY[:4]) == "tail ***"  # a prefix where a text ends: a cut key
@@ -129,10 +129,10 @@ def test_scrubber_rules():
     assert scrub.text("mid " + KEY[5:13] + " mid") == "mid *** mid"  # 8 characters anywhere
     assert scrub.text("mid " + KEY[:5] + " mid") == "mid " + KEY[:5] + " mid"  # too short to tell
     assert scrub.data({"a": [KEY, 1.5, {KEY: None}]}) == {"a": ["***", 1.5, {"***": None}]}
-    quoted = _Scrubber('ab"c\\d/e&f<g>h')
+    quoted = Scrubber('ab"c\\d/e&f<g>h')
     for form in ('ab\\"c\\\\d\\/e&f<g>h', 'ab\\"c\\\\d/e&f<g>h', "ab&quot;c\\d/e&amp;f&lt;g&gt;h"):
         assert quoted.text(f"[{form}]") == "[***]", form
-    assert _Scrubber(None).text(KEY) == KEY
+    assert Scrubber(None).text(KEY) == KEY
 
 
 # ---- property: no cut, ours or the server's, leaves 4 characters of the key in a row ------------------
@@ -143,7 +143,7 @@ def test_scrubber_rules():
 _KEYS = st.text(
     st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="*"), min_size=12, max_size=80
 )
-_OFFSETS = st.one_of(st.integers(_EXCERPT_CHARS - 12, _EXCERPT_CHARS + 2), st.integers(0, 420))
+_OFFSETS = st.one_of(st.integers(EXCERPT_CHARS - 12, EXCERPT_CHARS + 2), st.integers(0, 420))
 _AFTER = st.text(st.sampled_from("中文 é\n\t"), max_size=200)
 
 
@@ -158,7 +158,7 @@ def _longest_key_run(text: str, key: str) -> int:
 @settings(max_examples=400, deadline=None)
 @given(key=_KEYS, offset=_OFFSETS, after=_AFTER, data=st.data())
 def test_no_four_key_characters_in_a_row_survive_a_clip(key, offset, after, data):
-    from ascend_eval.models.http import _clip, _Scrubber
+    from ascend_eval.models.http import Scrubber, clip_excerpt
 
     before = data.draw(st.text(st.sampled_from("中文é"), min_size=offset, max_size=offset))
 
@@ -174,7 +174,7 @@ def test_no_four_key_characters_in_a_row_survive_a_clip(key, offset, after, data
         body = before + key[: data.draw(st.integers(4, len(key)))]
     else:
         body = key[-data.draw(st.integers(4, len(key))) :] + after
-    assert _longest_key_run(_clip(body, _Scrubber(key)), key) < 4
+    assert _longest_key_run(clip_excerpt(body, Scrubber(key)), key) < 4
 
 
 def test_a_key_in_the_status_lines_reason_phrase_is_scrubbed(loopback, client, caplog):
