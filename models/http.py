@@ -442,7 +442,7 @@ class EndpointClient:
                         f"POST {url} was cancelled: {e.reason}", status=e.status, attempts=attempt
                     )
             except Exception as e:  # anything else (an odd body, a library's error) fails this request alone
-                err = EndpointError(f"POST {url}: {type(e).__name__}: {self.clip_excerpt(str(e))}", attempts=attempt)
+                err = EndpointError(f"POST {url}: {type(e).__name__}: {self._clip(str(e))}", attempts=attempt)
                 _log_failure(err, cancel)
                 return err
         raise AssertionError("unreachable")
@@ -458,9 +458,9 @@ class EndpointClient:
                 f"timed out ({type(e).__name__}, request_timeout={self.config.request_timeout}s)"
             ) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError) as e:
-            raise _Retryable(f"{type(e).__name__}: {self.clip_excerpt(str(e))}") from None
+            raise _Retryable(f"{type(e).__name__}: {self._clip(str(e))}") from None
         except httpx.HTTPError as e:  # e.g. an unsupported protocol: another attempt cannot help
-            raise EndpointError(f"POST {url}: {type(e).__name__}: {self.clip_excerpt(str(e))}") from None
+            raise EndpointError(f"POST {url}: {type(e).__name__}: {self._clip(str(e))}") from None
 
         status = response.status_code
         if status in _RETRY_STATUSES or status >= 500:
@@ -497,7 +497,7 @@ class EndpointClient:
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
             reason = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
             raise EndpointError(
-                f"POST {url}: unexpected response body ({self.clip_excerpt(reason)}): {self._excerpt(response)}",
+                f"POST {url}: unexpected response body ({self._clip(reason)}): {self._excerpt(response)}",
                 status=status,
             ) from None
 
@@ -510,9 +510,9 @@ class EndpointClient:
 
     def _excerpt(self, response: httpx.Response) -> str:
         """The start of a response body, for a message (see `clip_excerpt`)."""
-        return self.clip_excerpt(response.text) or "(empty body)"
+        return self._clip(response.text) or "(empty body)"
 
-    def clip_excerpt(self, text: str) -> str:
+    def _clip(self, text: str) -> str:
         return clip_excerpt(text, self._scrubber)
 
 
