@@ -108,7 +108,7 @@ def evaluate(
         judge_backend, embedder_backend, cross_encoder_backend: the runtime for a local model of that
             role: "auto" (= "torch": transformers / sentence-transformers) or "vllm" (vLLM's offline engine,
             vllm-ascend on NPUs). Both name the model alike, so they share the request cache. A URL runs
-            on its server: leave these "auto" there.
+            on its server: leave these "auto" there. A `ModelSpec` that names its backend keeps it.
         device: "auto", "cpu", "cuda[:N]" or "npu[:N]" for on-device models (default: the
             ASCEND_EVAL_DEVICE setting, else auto-detection); a `ModelSpec`'s own device comes first.
         cache_dir: where answered requests are cached (default `~/.cache/ascend-eval/requests`);

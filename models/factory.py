@@ -90,7 +90,8 @@ def resolve(value: ModelArg, role: Role, *, backend: str = "auto", device: str |
         value: a model string, a `ModelSpec`, a runtime of `role` (returned as it is), or None for the
             role's shipped default (no cross-encoder ships, so None is an error for "reranker").
         role: the role the model is wanted for.
-        backend: the runtime of a local model given as a string, or a check on a spec's own.
+        backend: the runtime of a local model given as a string or by a spec that leaves it "auto"; a
+            spec that names another one is an error.
         device: the device of a local model whose spec names none.
 
     Raises:
@@ -106,7 +107,9 @@ def resolve(value: ModelArg, role: Role, *, backend: str = "auto", device: str |
         spec = ModelSpec(model=str(value), role=role, backend=backend)
     elif isinstance(value, ModelSpec):
         spec = value.for_role(role)
-        if backend != "auto" and spec.backend != backend:
+        if backend != "auto" and spec.backend == "auto":
+            spec = spec.replace(backend=backend)  # what the spec leaves open, as with `device`
+        elif backend != "auto" and spec.backend != backend:
             raise ConfigError(
                 f"{_ARGUMENT[role]}_backend={backend!r} but the {role}'s ModelSpec says "
                 f"backend={spec.backend!r}; set it in one place."

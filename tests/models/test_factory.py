@@ -64,6 +64,14 @@ def test_local_embedder_loads_on_first_use_with_the_same_identity() -> None:
     assert not embedder.loaded
 
 
+def test_the_keyword_settings_fill_what_a_spec_leaves_open() -> None:
+    embedder = resolve(ModelSpec(model=minilm_path()), "embedder", backend="torch", device="cpu")
+    assert embedder.load().config.device == "cpu"
+    embedder.close()
+    with pytest.raises(ConfigError, match="embedder_backend='torch' but the embedder's ModelSpec says"):
+        resolve(ModelSpec(model=minilm_path(), backend="vllm"), "embedder", backend="torch")
+
+
 def test_local_judge_is_lazy_and_the_engine_settings_reach_its_config(tiny_llama_dir) -> None:
     judge = build(ModelSpec(model=tiny_llama_dir, role="judge", device="cpu", batch_size=4, max_model_len=64))
     assert isinstance(judge, LazyJudge) and not judge.loaded
