@@ -16,13 +16,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from ascend_eval.backends import Backend, ModelSpec, build_embedder, build_judge, build_reranker
 from ascend_eval.data import Dataset, load_dataset, validate
 from ascend_eval.engine import Backends, Engine, PlanError, RequestCache, RoundStats
 from ascend_eval.examples import builtin_dataset
 from ascend_eval.metrics import Metric, MetricResult, PlanContext, resolve_metrics
 from ascend_eval.models.base import GenerationParams
 from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.factory import ModelArg, check, resolve
+from ascend_eval.models.spec import Backend
 from ascend_eval.models.weights.paths import cache_root
 from ascend_eval.results import EvaluationResult
 from ascend_eval.text.language import Language, detect_language
@@ -71,9 +72,9 @@ def evaluate(
     dataset: Any,
     metrics: Iterable[str | Metric] | str | Metric | None = None,
     *,
-    judge: ModelSpec = None,
-    embedder: ModelSpec = None,
-    cross_encoder: ModelSpec = None,
+    judge: ModelArg = None,
+    embedder: ModelArg = None,
+    cross_encoder: ModelArg = None,
     judge_backend: Backend = "auto",
     embedder_backend: Backend = "auto",
     cross_encoder_backend: Backend = "auto",
@@ -98,16 +99,18 @@ def evaluate(
             instances, or None for every available metric.
         judge: the judge LLM: a shipped name (default "smollm2-135m-instruct", tiny: it demonstrates the
             pipeline, not judging quality), a local HF directory or `.gguf` file, an OpenAI-compatible
-            URL, or a `Judge` instance.
+            URL, a `ModelSpec` (the same plus endpoint, engine and decoding settings), or a `Judge`
+            instance.
         embedder: a shipped name (default "multilingual-e5-small"), a sentence-transformers directory, a
-            URL, or an `Embedder` instance.
-        cross_encoder: a CrossEncoder directory, a `/v1/ranking` URL, or a `Reranker` instance; only
-            needed by metrics configured to use one.
+            URL, a `ModelSpec`, or an `Embedder` instance.
+        cross_encoder: a CrossEncoder directory, a `/v1/ranking` URL, a `ModelSpec`, or a `Reranker`
+            instance; only needed by metrics configured to use one.
         judge_backend, embedder_backend, cross_encoder_backend: the runtime for a local model of that
             role: "auto" (= "torch": transformers / sentence-transformers) or "vllm" (vLLM's offline engine,
-            vllm-ascend on NPUs). Both name the model alike, so they share the request cache.
+            vllm-ascend on NPUs). Both name the model alike, so they share the request cache. A URL runs
+            on its server: leave these "auto" there. A `ModelSpec` that names its backend keeps it.
         device: "auto", "cpu", "cuda[:N]" or "npu[:N]" for on-device models (default: the
-            ASCEND_EVAL_DEVICE setting, else auto-detection).
+            ASCEND_EVAL_DEVICE setting, else auto-detection); a `ModelSpec`'s own device comes first.
         cache_dir: where answered requests are cached (default `~/.cache/ascend-eval/requests`);
             False disables the cache. A re-run with the same inputs resumes from it.
         language: prompt language: "auto" (per sample, by its share of Chinese characters), "en" or "zh".
@@ -127,7 +130,8 @@ def evaluate(
 
     Raises:
         DataError: the dataset is malformed or lacks a column a metric needs (before any model loads).
-        ConfigError: an unknown metric, model or setting.
+        ConfigError: an unknown metric, model or setting, or a model of another role (an embedder
+            given as the judge), before any model loads.
     """
     t0 = time.perf_counter()
     if isinstance(dataset, str) and (builtin := builtin_dataset(dataset)) is not None:
@@ -139,15 +143,19 @@ def evaluate(
     if judge_mode not in ("classify", "generate"):
         raise ConfigError(f"judge_mode={judge_mode!r}; valid: 'classify', 'generate'.")
     roles = set().union(*(m.roles for m in chosen))
+    for value, role in ((judge, "judge"), (embedder, "embedder"), (cross_encoder, "reranker")):
+        check(value, role)  # type: ignore[arg-type]  # a model of another role, even one not needed
     cache = _cache(cache_dir)
 
     backends = Backends(
-        judge=build_judge(judge, device=device, backend=judge_backend) if "judge" in roles else None,
+        judge=resolve(judge, "judge", backend=judge_backend, device=device) if "judge" in roles else None,
         embedder=(
-            build_embedder(embedder, device=device, backend=embedder_backend) if "embedder" in roles else None
+            resolve(embedder, "embedder", backend=embedder_backend, device=device)
+            if "embedder" in roles
+            else None
         ),
         reranker=(
-            build_reranker(cross_encoder, device=device, backend=cross_encoder_backend)
+            resolve(cross_encoder, "reranker", backend=cross_encoder_backend, device=device)
             if "reranker" in roles
             else None
         ),

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 import ascend_eval
-from ascend_eval.backends import build_embedder, build_judge
 from ascend_eval.data import load_dataset
 from ascend_eval.examples import builtin_dataset
+from ascend_eval.models.factory import resolve
 
 MODES = {
     "batched": {"chunk_size": 1024, "dedupe": True},
@@ -82,8 +82,8 @@ def main(argv=None):
 
     source = builtin_dataset(args.data) or args.data
     data = load_dataset(source)[: args.samples]
-    judge = build_judge(args.judge, device=args.device)
-    embedder = build_embedder(args.embedder, device=args.device)
+    judge = resolve(args.judge, "judge", device=args.device)
+    embedder = resolve(args.embedder, "embedder", device=args.device)
     # Load and warm both models outside the timed runs.
     run_mode("batched", data[:1], args.metrics, judge, embedder)
 

@@ -154,52 +154,44 @@ def expand_runs(items: list[str]) -> list[Run]:
 
 
 def _ours_judge(run: Run, cfg: dict[str, Any]) -> Any:
-    if run.backend == "torch":
-        from ascend_eval.models.judge.torch import TorchJudge, TorchJudgeConfig
+    """Our judge for the row, built from a `ModelSpec` like every other model of ours."""
+    from ascend_eval.models.errors import MissingDependencyError
+    from ascend_eval.models.factory import build
+    from ascend_eval.models.spec import ModelSpec
 
-        return TorchJudge(
-            TorchJudgeConfig(
-                model=cfg["judge_dir"],
-                device="cpu",
-                max_batch_size=run.batch or 64,
-                max_model_len=cfg["max_model_len"],
-            )
-        )
     if run.backend == "server":
-        from ascend_eval.models.http import EndpointConfig
-        from ascend_eval.models.judge.openai import OpenAIJudge
-
-        config = EndpointConfig(
-            url=cfg["server_url"],
-            model=cfg["server_model"],
+        spec = ModelSpec(
+            model=cfg["server_url"],
+            role="judge",
+            served_model_name=cfg["server_model"],
             request_timeout=cfg["timeout"],
             parallelism=run.batch or cfg["parallelism"],
         )
-        return OpenAIJudge(config)
-    return _vllm_judge(cfg)
-
-
-def _vllm_judge(cfg: dict[str, Any]) -> Any:
-    import dataclasses
-
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    elif run.backend == "torch":
+        spec = ModelSpec(
+            model=cfg["judge_dir"],
+            role="judge",
+            backend="torch",
+            device="cpu",
+            max_model_len=cfg["max_model_len"],
+            batch_size=run.batch or 64,
+        )
+    else:
+        # An in-process engine. Its KV cache is the server row's 1 GiB: our vLLM runtime's CPU default
+        # (`CPU_KV_CACHE_BYTES`), as the server gets VLLM_CPU_KVCACHE_SPACE=1.
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        spec = ModelSpec(
+            model=cfg["judge_dir"],
+            role="judge",
+            backend="vllm",
+            device="cpu",
+            dtype="float32",
+            max_model_len=cfg["max_model_len"],
+        )
     try:
-        from ascend_eval.models.judge import vllm as module
-    except ImportError as e:
-        raise SkipRow(f"ascend_eval.models.judge.vllm does not import here: {e}") from e
-    config_class = getattr(module, "VllmJudgeConfig", None)
-    if config_class is None or not dataclasses.is_dataclass(config_class):
-        raise SkipRow("ascend_eval.models.judge.vllm has no VllmJudgeConfig dataclass to build a judge from")
-    wanted = {
-        "model": cfg["judge_dir"],
-        "max_model_len": cfg["max_model_len"],
-        "dtype": "float32",
-        "device": "cpu",
-        "kv_cache_memory_bytes": 2**30,  # the server row's VLLM_CPU_KVCACHE_SPACE=1
-    }
-    fields = {f.name for f in dataclasses.fields(config_class)}
-    return module.VllmJudge(config_class(**{k: v for k, v in wanted.items() if k in fields}))
+        return build(spec)
+    except MissingDependencyError as e:  # vLLM is not installed in the Python that runs the row
+        raise SkipRow(str(e)) from e
 
 
 class SkipRow(Exception):
@@ -236,14 +228,15 @@ def _counted_by_server(out: dict[str, Any], run: Run, cfg: dict[str, Any], befor
 
 
 def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[str, Any]:
-    from ascend_eval.models.embedder.sentence_transformers import TorchEmbedder, TorchEmbedderConfig
+    from ascend_eval.models.factory import build
+    from ascend_eval.models.spec import ModelSpec
     from benchmarks.ours_side import replay, run_ours, warm_up
     from benchmarks.server import reset_prefix_cache
 
     started = time.perf_counter()
     judge = _ours_judge(run, cfg)
-    embedder = TorchEmbedder(TorchEmbedderConfig(model=cfg["embedder_dir"], device="cpu"))
-    warm_up(judge, embedder)
+    embedder = build(ModelSpec(model=cfg["embedder_dir"], role="embedder", device="cpu"))
+    warm_up(judge, embedder)  # loads both: the load time is measured here, outside the timed run
     load = time.perf_counter() - started
     # The trace (every request's full prompt) is written only where it is replayed.
     trace = Path(cfg["out"]) / f"trace-{_slug(run.name)}.jsonl" if run.replay else None
@@ -385,25 +378,12 @@ def machine() -> str:
     return text
 
 
-def resolve_model(spec: str, role: str) -> Path:
+def resolve_model(model: str, role: str) -> Path:
     """A shipped model name, a local HF directory or (judge) a GGUF file -> a local HF directory."""
-    from ascend_eval.models.errors import ConfigError
-    from ascend_eval.models.weights.registry import SHIPPED
+    from ascend_eval.models.factory import local_path
+    from ascend_eval.models.spec import ModelSpec
 
-    if spec in SHIPPED:
-        return SHIPPED[spec].resolve()
-    path = Path(spec).expanduser()
-    if role == "judge" and path.suffix.lower() == ".gguf" and path.is_file():
-        from ascend_eval.models.weights.gguf import checkpoint_from_gguf
-
-        return checkpoint_from_gguf(path)
-    if (path / "config.json").is_file():
-        return path
-    raise ConfigError(
-        f"--{role} {spec!r}: not a shipped model name, a model directory with config.json"
-        + (" or a .gguf file" if role == "judge" else "")
-        + "."
-    )
+    return local_path(ModelSpec(model=model, role=role))
 
 
 def model_length(model_dir: Path, wanted: int) -> int:
@@ -484,11 +464,8 @@ def skip_reason(run: Run, args: argparse.Namespace, server_python: str | None) -
         return (
             f"no server: {args.server_python} does not exist (make install-vllm), and no --server-url given"
         )
-    if run.backend == "vllm":
-        if server_python is None:
-            return f"vLLM is not installed here: {args.server_python} does not exist (make install-vllm)"
-        if not (REPO / "models" / "judge" / "vllm.py").is_file():
-            return "models/judge/vllm.py (VllmJudge) does not exist in this checkout"
+    if run.backend == "vllm" and server_python is None:
+        return f"vLLM is not installed here: {args.server_python} does not exist (make install-vllm)"
     return None
 
 

@@ -41,7 +41,8 @@ T = TypeVar("T")
 # Statuses worth another attempt: the server is busy, restarting or overloaded, not refusing the request.
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _RETRY_AFTER_STATUSES = frozenset({429, 503})
-_ENDPOINT_SUFFIXES = ("/chat/completions", "/completions", "/embeddings", "/ranking", "/rerank")
+ENDPOINT_SUFFIXES = ("/chat/completions", "/completions", "/embeddings", "/ranking", "/reranking", "/rerank")
+"""Paths of single endpoints that people paste after a server's base URL (NeMo job specs write them)."""
 EXCERPT_CHARS = 300
 _REDACTED = "***"
 # A run of the key this long is redacted wherever it occurs; where a text starts or ends (where a cut,
@@ -108,6 +109,36 @@ class EndpointConfig:
         return self.url + path
 
 
+def is_url(model: str) -> bool:
+    """Whether a model argument names an OpenAI-compatible server rather than a local model.
+
+    >>> is_url("https://integrate.api.nvidia.com/v1"), is_url("/models/qwen"), is_url("local:default")
+    (True, False, False)
+    """
+    return model.strip().startswith(("http://", "https://"))
+
+
+def _endpoint_suffix(path: str) -> str | None:
+    """The endpoint path `path` ends in, if any ("/chat/completions" is listed before "/completions")."""
+    path = path.rstrip("/")
+    return next((suffix for suffix in ENDPOINT_SUFFIXES if path.endswith(suffix)), None)
+
+
+def endpoint_base(url: str) -> str:
+    """The server's base URL for a URL that may name one endpoint of it.
+
+    >>> endpoint_base("https://integrate.api.nvidia.com/v1/chat/completions")
+    'https://integrate.api.nvidia.com/v1'
+    >>> endpoint_base("https://ai.api.nvidia.com/v1/ranking/")
+    'https://ai.api.nvidia.com/v1'
+    >>> endpoint_base("http://127.0.0.1:8000")
+    'http://127.0.0.1:8000'
+    """
+    base = url.strip().rstrip("/")
+    suffix = _endpoint_suffix(base)
+    return base[: -len(suffix)] if suffix else base
+
+
 def _normalise_url(url: str) -> str:
     """The base URL without a trailing slash and ending in "/v1".
 
@@ -130,12 +161,12 @@ def _normalise_url(url: str) -> str:
     if parts.query or parts.fragment:
         raise ConfigError(f"EndpointConfig.url must be a base URL without '?' or '#', got {url!r}.")
     path = parts.path.rstrip("/")
-    for suffix in _ENDPOINT_SUFFIXES:
-        if path.endswith(suffix):
-            raise ConfigError(
-                f"EndpointConfig.url is the base URL of the server, not of one endpoint; got {url!r}. "
-                f"Drop {suffix!r} from it."
-            )
+    suffix = _endpoint_suffix(path)
+    if suffix is not None:
+        raise ConfigError(
+            f"EndpointConfig.url is the base URL of the server, not of one endpoint; got {url!r}. "
+            f"Drop {suffix!r} from it (`endpoint_base` does)."
+        )
     if not path.endswith("/v1"):
         path += "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))

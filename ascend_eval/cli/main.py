@@ -9,11 +9,16 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ascend_eval.cli import experiments as experiments_cli
 from ascend_eval.cli import jobs as jobs_cli
 from ascend_eval.cli.process import run_command
-from ascend_eval.models.errors import AscendEvalError
+from ascend_eval.models.errors import AscendEvalError, ConfigError
+
+if TYPE_CHECKING:
+    from ascend_eval.models.base import Role
+    from ascend_eval.models.spec import ModelSpec
 
 
 def split_values(values: Sequence[str] | None) -> list[str] | None:
@@ -44,9 +49,32 @@ def parse_column_map(pairs: Sequence[str] | None) -> dict[str, str] | None:
     return out
 
 
+def _model(args: argparse.Namespace, flag: str, role: Role) -> ModelSpec | None:
+    """The `ModelSpec` of `--{flag}` and its `--{flag}-model` / `--{flag}-backend` / `--api-key-env`;
+    None when the model is not named (evaluate() takes the role's default, on `--{flag}-backend`)."""
+    from ascend_eval.models.http import is_url
+    from ascend_eval.models.spec import ModelSpec
+
+    attr = flag.replace("-", "_")
+    model, served = getattr(args, attr), getattr(args, f"{attr}_model")
+    endpoint = model is not None and is_url(model)
+    if served and not endpoint:
+        raise ConfigError(
+            f"--{flag}-model names the model a server serves, but --{flag} is "
+            + (f"the local model {model!r}" if model else "not given (the local default)")
+            + f". Pass --{flag} URL, or drop --{flag}-model."
+        )
+    if model is None:
+        return None
+    # --api-key-env is for every server named; a local model has no key to read.
+    key = {"api_key_env": args.api_key_env} if endpoint else {}
+    return ModelSpec(
+        model=model, role=role, backend=getattr(args, f"{attr}_backend"), served_model_name=served, **key
+    )
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from ascend_eval.api import evaluate
-    from ascend_eval.backends import build_embedder, build_judge, build_reranker
     from ascend_eval.engine import RoundStats
 
     def show(stats: RoundStats) -> None:
@@ -55,25 +83,12 @@ def _evaluate(args: argparse.Namespace) -> int:
 
             tqdm.write(stats.line(), file=sys.stderr)  # printed above the progress bar, not through it
 
-    # Endpoints named on the command line get their model name and key from the flags.
-    judge = args.judge
-    if judge and judge.startswith(("http://", "https://")):
-        judge = build_judge(judge, model=args.judge_model, api_key_env=args.api_key_env)
-    embedder = args.embedder
-    if embedder and embedder.startswith(("http://", "https://")):
-        embedder = build_embedder(embedder, model=args.embedder_model, api_key_env=args.api_key_env)
-    cross_encoder = args.cross_encoder
-    if cross_encoder and cross_encoder.startswith(("http://", "https://")):
-        cross_encoder = build_reranker(
-            cross_encoder, model=args.cross_encoder_model, api_key_env=args.api_key_env
-        )
-
     result = evaluate(
         args.data,
         split_values(args.metrics),
-        judge=judge,
-        embedder=embedder,
-        cross_encoder=cross_encoder,
+        judge=_model(args, "judge", "judge"),
+        embedder=_model(args, "embedder", "embedder"),
+        cross_encoder=_model(args, "cross-encoder", "reranker"),
         judge_backend=args.judge_backend,
         embedder_backend=args.embedder_backend,
         cross_encoder_backend=args.cross_encoder_backend,

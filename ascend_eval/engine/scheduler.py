@@ -17,8 +17,9 @@ from typing import Any
 
 from ascend_eval.engine.cache import RequestCache, request_key
 from ascend_eval.engine.codecs import Codec, Result, codec_for
-from ascend_eval.models.base import Embedder, Judge, Request, Reranker
+from ascend_eval.models.base import Embedder, Judge, Request, Reranker, Role
 from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.lazy import is_loaded, runtime_of
 
 logger = logging.getLogger("ascend_eval.engine")
 
@@ -252,3 +253,28 @@ class Engine:
             message = f"{type(backend).__name__} returned {len(out)} results for {len(requests)} requests"
             return [message] * len(requests)
         return out
+
+    # The configured models by role, for code that needs more than requests answered (the RAG pipeline).
+
+    def has(self, role: Role) -> bool:
+        """Whether a model is configured for `role`."""
+        return getattr(self.backends, role) is not None
+
+    def model_id(self, role: Role) -> str:
+        """The identity of `role`'s model (part of its requests' cache keys), known without loading it."""
+        return self._configured(role).model_id
+
+    def loaded(self, role: Role) -> bool:
+        """Whether `role`'s model is ready without loading weights (false only for an unloaded local one)."""
+        return is_loaded(self._configured(role))
+
+    def runtime(self, role: Role) -> Any:
+        """`role`'s model runtime itself, loaded now if it is a local model not loaded yet: for what only a
+        runtime can tell, such as a local embedder's tokenizer. Requests still go through `run`."""
+        return runtime_of(self._configured(role))
+
+    def _configured(self, role: Role) -> Judge | Embedder | Reranker:
+        model = getattr(self.backends, role)
+        if model is None:
+            raise ConfigError(f"No {role} is configured for this engine. Pass {role}=... to evaluate().")
+        return model  # type: ignore[no-any-return]

@@ -12,7 +12,6 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ascend_eval.backends import Deferred
 from ascend_eval.engine import Backends, Engine, RequestCache
 from ascend_eval.models.base import Embedder, GenerationParams, Judge, Reranker
 from ascend_eval.models.errors import ConfigError, DataError
@@ -95,20 +94,20 @@ def _check_rows(
         )
 
 
-def embedder_tokenizer(embedder: Embedder) -> OffsetTokenizer:
-    """The tokenizer of a local (sentence-transformers) embedder, for chunk_unit="tokens".
+def embedder_tokenizer(engine: Engine) -> OffsetTokenizer:
+    """The tokenizer of the engine's local (sentence-transformers) embedder, for chunk_unit="tokens"; a
+    local embedder not loaded yet loads now.
 
     Raises:
-        ConfigError: the embedder exposes no tokenizer (an HTTP endpoint); checked before a local model
-            loads only when the embedder is not a deferred local model.
+        ConfigError: the embedder exposes no tokenizer (an HTTP endpoint).
     """
-    backend = embedder.backend() if isinstance(embedder, Deferred) else embedder
-    tokenizer = getattr(backend, "tokenizer", None)  # local embedders expose their model's tokenizer
+    runtime = engine.runtime("embedder")
+    tokenizer = getattr(runtime, "tokenizer", None)  # local embedders expose their model's tokenizer
     if tokenizer is not None:
         return tokenizer  # type: ignore[no-any-return]
     raise ConfigError(
-        f"chunk_unit='tokens' needs a tokenizer, and the embedder {embedder.model_id!r} "
-        f"({type(backend).__name__}) has none to offer (an endpoint, not a local model). Pass tokenizer=... "
+        f"chunk_unit='tokens' needs a tokenizer, and the embedder {engine.model_id('embedder')!r} "
+        f"({type(runtime).__name__}) has none to offer (an endpoint, not a local model). Pass tokenizer=... "
         "(a tokenizer directory or object) or use chunk_unit='chars'."
     )
 
@@ -137,7 +136,7 @@ def _retrieve(
     _report(progress, "embed", 0, len(texts) + len(questions))
     query_vectors, chunk_vectors = embed_texts(engine, [(questions, "query"), (texts, "document")], memo=memo)
     _report(progress, "embed", len(texts) + len(questions), len(texts) + len(questions))
-    reranking = engine.backends.reranker is not None
+    reranking = engine.has("reranker")
     picked = top_k(
         cosine_matrix(query_vectors, chunk_vectors), config.candidates if reranking else config.top_k
     )
@@ -198,21 +197,17 @@ def build_rag_rows(
         return out
     _check_rows(out, need_contexts, need_answers, corpus=corpus, embedder=embedder, generator=generator)
     documents = check_corpus(corpus) if need_contexts else []  # type: ignore[arg-type]
-    if (
-        need_contexts
-        and config.chunk_unit == "tokens"
-        and tokenizer is None
-        and not isinstance(embedder, Deferred)
-    ):
-        embedder_tokenizer(embedder)  # type: ignore[arg-type]  # fail on an endpoint before any model loads
     engine = Engine(
         Backends(judge=generator, embedder=embedder, reranker=reranker),
         cache if cache is not None else RequestCache(None),
     )
+    tokens = need_contexts and config.chunk_unit == "tokens" and tokenizer is None
+    if tokens and engine.loaded("embedder"):
+        embedder_tokenizer(engine)  # an endpoint fails here, before any other model loads
     if need_contexts:
         tok = None
         if config.chunk_unit == "tokens":
-            tok = load_tokenizer(tokenizer) if tokenizer is not None else embedder_tokenizer(embedder)  # type: ignore[arg-type]
+            tok = load_tokenizer(tokenizer) if tokenizer is not None else embedder_tokenizer(engine)
         _report(progress, "chunk", 0, len(documents))
         chunks = chunk_corpus(
             documents,

@@ -85,7 +85,7 @@ def embed_texts(
         One float32 `[len(texts), dim]` matrix per batch.
     """
     memo = EMBEDDINGS if memo is None else memo
-    model_id = engine.backends.embedder.model_id if engine.backends.embedder is not None else ""
+    model_id = engine.model_id("embedder") if engine.has("embedder") else ""
     missing: dict[tuple[str, str, str], EmbedRequest] = {}
     for texts, kind in batches:
         for text in texts:

@@ -10,8 +10,11 @@ import pytest
 
 from ascend_eval.jobs import JobSpec, load_spec
 from ascend_eval.jobs.datasets import inline_rows, truncate_text
-from ascend_eval.jobs.runtimes import endpoint_base, local_spec
+from ascend_eval.jobs.runtimes import ModelFactory
+from ascend_eval.jobs.spec import ModelRef
 from ascend_eval.models.errors import ConfigError, DataError
+from ascend_eval.models.http import endpoint_base
+from ascend_eval.models.spec import ModelSpec
 from tests.jobs.conftest import NEMO_SPECS, nemo_spec
 
 
@@ -182,11 +185,22 @@ def test_seed_urls_become_the_base_urls_our_clients_take(url, base):
     assert EndpointConfig(url=endpoint_base(url), model="m").url == base  # accepted by the client
 
 
-def test_local_urls():
-    assert local_spec("local:default", "embedder") == "multilingual-e5-small"
-    assert local_spec("local:all-minilm-l6-v2", "embedder") == "all-minilm-l6-v2"
+def test_model_refs_become_model_specs(secrets):
+    models = ModelFactory(secrets, device="cpu")
+    secrets.set("judge-api-key", "sk-test")
+    remote = ModelRef(url="https://integrate.api.nvidia.com/v1/chat/completions", name="meta/llama",
+                      api_key_secret="judge-api-key")  # fmt: skip
+    assert models.spec(remote, "judge", request_timeout=30.0, max_retries=None, max_tokens=64) == ModelSpec(
+        model=remote.url, role="judge", served_model_name="meta/llama",
+        api_key_file=str(secrets.directory / "judge-api-key"), request_timeout=30.0, max_tokens=64,
+    )  # fmt: skip
+    local = ModelRef(url="local:all-minilm-l6-v2", name="nvidia/nv-embedqa", api_key_secret="judge-api-key")
+    # The endpoint settings of a spec written for endpoints do not apply to a local model (the log says so).
+    assert models.spec(local, "embedder", parallelism=4, send_input_type=True) == ModelSpec(
+        model="local:all-minilm-l6-v2", role="embedder", device="cpu"
+    )
     with pytest.raises(ConfigError, match="no reranker ships by default"):
-        local_spec("local:default", "reranker")
+        models.spec(ModelRef(url="local:default"), "reranker")
 
 
 def test_nemo_inline_rows_are_columnar_objects():

@@ -505,14 +505,14 @@ def test_missing_or_malformed_key_is_refused_without_showing_it(monkeypatch):
 
 
 def test_discover_model_reads_the_first_listed_model(loopback):
-    from ascend_eval.backends import build_judge
     from ascend_eval.models.errors import BackendError
+    from ascend_eval.models.factory import resolve
     from ascend_eval.models.http import discover_model
 
     loopback.enqueue("/v1/models", {"object": "list", "data": [{"id": "qwen2.5-7b"}, {"id": "other"}]})
     assert discover_model(loopback.url) == "qwen2.5-7b"
     loopback.enqueue("/v1/models", {"object": "list", "data": [{"id": "served-judge"}]})
-    judge = build_judge(loopback.url + "/v1")
+    judge = resolve(loopback.url + "/v1", "judge")
     assert judge.model_id == f"openai:served-judge@{loopback.url}/v1"
     judge.close()
     loopback.enqueue("/v1/models", {"object": "list", "data": []})

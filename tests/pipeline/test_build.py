@@ -298,3 +298,23 @@ def test_progress_reports_each_stage(generator) -> None:
     )
     assert [s for s, d, t in seen if d == t] == ["chunk", "embed", "generate"]
     assert ("generate", 2, 2) in seen and ("chunk", 14, 14) in seen
+
+
+def test_token_chunks_come_from_a_lazy_local_embedders_own_tokenizer(generator) -> None:
+    from ascend_eval.models.factory import resolve
+
+    embedder = resolve("all-minilm-l6-v2", "embedder", device="cpu")
+    assert not embedder.loaded  # loaded by the pipeline when it needs the tokenizer, not before
+    config = PipelineConfig(chunk_unit="tokens", chunk_size=32, chunk_overlap=0, top_k=1)
+    [row] = build_rag_rows(
+        questions()[:1],
+        corpus=CORPUS,
+        config=config,
+        embedder=embedder,
+        generator=generator,
+        memo=EmbeddingMemo(),
+    )
+    tokenizer = embedder.load().tokenizer
+    assert embedder.loaded and len(row["retrieved_contexts"]) == 1
+    assert len(tokenizer(row["retrieved_contexts"][0], add_special_tokens=False)["input_ids"]) <= 32
+    embedder.close()

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from ascend_eval.backends import Deferred, build_judge
 from ascend_eval.models.base import (
     ClassifyRequest,
     ClassifyResult,
@@ -17,6 +16,9 @@ from ascend_eval.models.base import (
     GenerationParams,
     Message,
 )
+from ascend_eval.models.factory import build
+from ascend_eval.models.lazy import LazyJudge
+from ascend_eval.models.spec import ModelSpec
 from ascend_eval.models.weights.paths import local_model_id
 from tests.models.vllm.conftest import ENGINE, needs_vllm
 
@@ -72,9 +74,9 @@ def torch_judge(smollm2_checkpoint: Path) -> TorchJudge:
 def test_model_id_is_the_torch_backends(vllm_judge: VllmJudge, torch_judge: TorchJudge, smollm2_checkpoint):
     """The request cache is keyed on model_id, so both backends must name the checkpoint alike."""
     assert vllm_judge.model_id == torch_judge.model_id == local_model_id(smollm2_checkpoint)
-    deferred = build_judge(str(smollm2_checkpoint), device="cpu", backend="vllm")
-    assert isinstance(deferred, Deferred) and not deferred.loaded
-    assert deferred.model_id == vllm_judge.model_id
+    lazy = build(ModelSpec(model=smollm2_checkpoint, role="judge", backend="vllm", device="cpu"))
+    assert isinstance(lazy, LazyJudge) and not lazy.loaded
+    assert lazy.model_id == vllm_judge.model_id
     assert vllm_judge.exact_label_logprobs  # vLLM 0.32 returns the label tokens' logprobs directly
 
 

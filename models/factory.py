@@ -1,0 +1,277 @@
+"""`build(spec)`: the one place a `ModelSpec` becomes a model runtime, for `evaluate()`, the CLI, jobs and
+the benchmarks alike.
+
+* an `http(s)://` URL: `OpenAIJudge`, `OpenAIEmbedder` or `OpenAIReranker` on the server's base URL (an
+  endpoint path after it is trimmed); without `served_model_name` the server's first model
+  (`GET /v1/models`) is used.
+* anything else is local: a shipped name, a directory, a `.gguf` judge (converted once by
+  `resolve_checkpoint`), `local:PATH`, `local:NAME` or `local:default`. It is checked now and wrapped in
+  `LazyJudge` / `LazyEmbedder` / `LazyReranker`, so its weights load when the first request reaches it.
+  Both backends ("torch", "vllm") name a model by its files (`local_model_id`), so they share the request
+  cache.
+
+Decoding overrides (`max_tokens`, `temperature`, `top_p`) wrap the judge in `InferenceParamsJudge`.
+Every engine is imported only when its runtime is built.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Literal, overload
+
+from ascend_eval.models.base import Embedder, Judge, Reranker, Role
+from ascend_eval.models.errors import ConfigError, MissingDependencyError
+from ascend_eval.models.spec import ENGINE_SETTINGS, ModelSpec, with_article
+
+__all__ = ["ModelArg", "build", "check", "local_path", "resolve", "tuned"]
+
+logger = logging.getLogger(__name__)
+
+Runtime = Judge | Embedder | Reranker
+ModelArg = str | Path | ModelSpec | Judge | Embedder | Reranker | None
+"""What `evaluate(judge=..., embedder=..., cross_encoder=...)` accepts: a model string (as
+`ModelSpec.model`), a `ModelSpec`, a runtime instance of the role, or None for the role's default."""
+
+_PROTOCOLS: dict[Role, Any] = {"judge": Judge, "embedder": Embedder, "reranker": Reranker}
+_ARGUMENT = {"judge": "judge", "embedder": "embedder", "reranker": "cross_encoder"}
+_WANTED = {
+    "judge": "a Judge instance, a ModelSpec, a shipped judge name, a local checkpoint directory or .gguf "
+    "file, or an OpenAI-compatible server URL",
+    "embedder": "an Embedder instance, a ModelSpec, a shipped embedder name, a sentence-transformers "
+    "directory, or a /v1/embeddings server URL",
+    "reranker": "a Reranker instance, a ModelSpec, a CrossEncoder directory, or a /v1/ranking server URL",
+}
+NO_CROSS_ENCODER = (
+    "This metric needs a cross-encoder and none is configured. Pass cross_encoder=PATH (a local "
+    "sentence-transformers CrossEncoder directory) or URL (a /v1/ranking endpoint), or use "
+    "answer_similarity with method='embedding'."
+)
+
+
+def build(spec: ModelSpec) -> Runtime:
+    """The runtime `spec` describes; a local model is checked now and loads on first use.
+
+    Raises:
+        ConfigError: `spec.role` is unset, the model is not found, or it is not a model of its role.
+        MissingDependencyError: backend="vllm" and vLLM is not installed.
+        BackendError: an endpoint without `served_model_name` cannot list its models.
+    """
+    role = _role(spec)
+    runtime = _endpoint(spec, role) if spec.is_endpoint else _local(spec, role)
+    return tuned(runtime, spec)
+
+
+def tuned(runtime: Any, spec: ModelSpec) -> Any:
+    """`runtime` with the spec's decoding overrides applied (a judge), or as it is when there are none."""
+    if not spec.inference_params:
+        return runtime
+    from ascend_eval.models.judge.overrides import InferenceParamsJudge
+
+    return InferenceParamsJudge(runtime, **spec.inference_params)
+
+
+@overload
+def resolve(
+    value: ModelArg, role: Literal["judge"], *, backend: str = ..., device: str | None = ...
+) -> Judge: ...
+@overload
+def resolve(
+    value: ModelArg, role: Literal["embedder"], *, backend: str = ..., device: str | None = ...
+) -> Embedder: ...
+@overload
+def resolve(
+    value: ModelArg, role: Literal["reranker"], *, backend: str = ..., device: str | None = ...
+) -> Reranker: ...
+def resolve(value: ModelArg, role: Role, *, backend: str = "auto", device: str | None = None) -> Runtime:
+    """The runtime for what a user passed as a role's model (`evaluate`'s keyword arguments).
+
+    Args:
+        value: a model string, a `ModelSpec`, a runtime of `role` (returned as it is), or None for the
+            role's shipped default (no cross-encoder ships, so None is an error for "reranker").
+        role: the role the model is wanted for.
+        backend: the runtime of a local model given as a string or by a spec that leaves it "auto"; a
+            spec that names another one is an error.
+        device: the device of a local model whose spec names none.
+
+    Raises:
+        ConfigError: `value` is of another role (before anything loads), or see `build`.
+    """
+    if value is None:
+        from ascend_eval.models.weights.registry import DEFAULTS
+
+        if role not in DEFAULTS:
+            raise ConfigError(NO_CROSS_ENCODER)
+        value = DEFAULTS[role]
+    if isinstance(value, str | Path):
+        spec = ModelSpec(model=str(value), role=role, backend=backend)
+    elif isinstance(value, ModelSpec):
+        spec = value.for_role(role)
+        if backend != "auto" and spec.backend == "auto":
+            spec = spec.replace(backend=backend)  # what the spec leaves open, as with `device`
+        elif backend != "auto" and spec.backend != backend:
+            raise ConfigError(
+                f"{_ARGUMENT[role]}_backend={backend!r} but the {role}'s ModelSpec says "
+                f"backend={spec.backend!r}; set it in one place."
+            )
+    else:
+        if backend != "auto":
+            raise ConfigError(
+                f"{_ARGUMENT[role]}_backend={backend!r} chooses the runtime of a {role} given by name or "
+                f"path; {_ARGUMENT[role]}= is a {type(value).__name__} instance, already built. Drop it."
+            )
+        return _instance(value, role)
+    if device is not None and spec.device is None and not spec.is_endpoint:
+        spec = spec.replace(device=device)
+    return build(spec)
+
+
+def check(value: ModelArg, role: Role) -> None:
+    """Refuse a runtime or spec of another role, reading no file: what `evaluate` checks for every
+    model argument, needed or not."""
+    if isinstance(value, ModelSpec):
+        value.for_role(role)
+    elif value is not None and not isinstance(value, str | Path):
+        _instance(value, role)
+
+
+def local_path(spec: ModelSpec) -> Path:
+    """The local directory of `spec`'s model: a shipped model's (installed on first use), the path itself,
+    or for a `.gguf` judge its converted checkpoint (`resolve_checkpoint`, once per file).
+
+    Raises:
+        ConfigError: an endpoint, an unknown name or path, a shipped model of another role, or a directory
+            that is not a model of the role.
+    """
+    role = _role(spec)
+    if spec.is_endpoint:
+        raise ConfigError(f"{_ARGUMENT[role]}={spec.model!r} is a server URL; a local model is needed here.")
+    from ascend_eval.models.weights.registry import DEFAULTS, SHIPPED
+
+    text = spec.model.strip()
+    target = text.removeprefix("local:")
+    if text == "local:default":
+        target = DEFAULTS[role]  # a reranker was refused by the spec: none ships
+    if target in SHIPPED:
+        shipped = SHIPPED[target]
+        if shipped.role != role:
+            raise ConfigError(f"{target!r} is a shipped {shipped.role}, not {with_article(role)}.")
+        path = shipped.resolve()
+    else:
+        path = Path(target).expanduser()
+        if not path.exists():
+            names = [n for n, m in SHIPPED.items() if m.role == role]
+            raise ConfigError(
+                f"{role}={text!r} is not an existing path, an http(s) URL of an OpenAI-compatible server, "
+                f"or a shipped model ({names}). Pass a local model directory or file, or a server URL."
+            )
+    if role == "judge":
+        from ascend_eval.models.weights.gguf import resolve_checkpoint
+
+        return resolve_checkpoint(path)
+    from ascend_eval.models.embedder.sentence_transformers import check_model_dir
+
+    return check_model_dir(path, what="embedder" if role == "embedder" else "cross_encoder")
+
+
+def _role(spec: ModelSpec) -> Role:
+    if spec.role is None:
+        raise ConfigError(
+            f"ModelSpec(model={spec.model!r}) has no role; set role='judge', 'embedder' or 'reranker' (or "
+            "pass it as evaluate(judge=...), which gives it that role)."
+        )
+    return spec.role
+
+
+def _instance(value: Any, role: Role) -> Runtime:
+    """`value` if it implements `role`'s protocol; else a ConfigError that says what it is."""
+    if isinstance(value, _PROTOCOLS[role]):
+        return value  # type: ignore[no-any-return]
+    others = [r for r, protocol in _PROTOCOLS.items() if isinstance(value, protocol)]
+    what = with_article(others[0]) if others else "no model runtime (no generate, embed or score)"
+    name = getattr(value, "model_id", None)
+    raise ConfigError(
+        f"{_ARGUMENT[role]}= got {type(value).__name__}"
+        + (f" ({name!r})" if name else "")
+        + f", which is {what}, where {with_article(role)} is wanted. Pass {_WANTED[role]}."
+    )
+
+
+def _endpoint(spec: ModelSpec, role: Role) -> Runtime:
+    from ascend_eval.models.http import EndpointConfig, discover_model, endpoint_base
+
+    base = endpoint_base(spec.model)
+    key = {"api_key_env": spec.api_key_env, "api_key_file": spec.api_key_file}
+    name = spec.served_model_name or discover_model(base, **key)
+    client = {
+        k: getattr(spec, k)
+        for k in ("request_timeout", "max_retries", "parallelism")
+        if getattr(spec, k) is not None
+    }
+    config = EndpointConfig(url=base, model=name, **key, **client)
+    logger.info("%s: endpoint %s model %s", role, config.url, name)
+    if role == "judge":
+        from ascend_eval.models.judge.openai import OpenAIJudge
+
+        return OpenAIJudge(config)
+    if role == "embedder":
+        from ascend_eval.models.embedder.openai import OpenAIEmbedder
+
+        return OpenAIEmbedder(config, send_input_type=spec.send_input_type)
+    from ascend_eval.models.reranker.openai import OpenAIReranker
+
+    return OpenAIReranker(config)
+
+
+def _use_vllm(spec: ModelSpec, role: Role) -> bool:
+    """Whether the spec asks for vLLM; checks that vLLM is installed before any model loads."""
+    if spec.local_backend != "vllm":
+        return False
+    from ascend_eval.models.vllm_runtime import VLLM_INSTALL, vllm_installed
+
+    if not vllm_installed():
+        raise MissingDependencyError(
+            f"The vllm {role} backend needs vLLM, which is not installed: {VLLM_INSTALL}."
+        )
+    return True
+
+
+def _local(spec: ModelSpec, role: Role) -> Runtime:
+    from ascend_eval.models.lazy import LazyEmbedder, LazyJudge, LazyReranker
+    from ascend_eval.models.weights.paths import local_model_id
+
+    vllm = _use_vllm(spec, role)
+    path = local_path(spec)
+    fields = ENGINE_SETTINGS[(role, spec.local_backend)]
+    settings = {fields[k]: getattr(spec, k) for k in fields if getattr(spec, k) is not None}
+    model_id = local_model_id(path)
+    # Each config is made (and so validated) now; the runtime that loads the weights on first use.
+    if role == "judge":
+        if vllm:
+            from ascend_eval.models.judge.vllm import VllmJudge, VllmJudgeConfig
+
+            vllm_judge = VllmJudgeConfig(model=str(path), device=spec.device, **settings)
+            return LazyJudge(model_id, lambda: VllmJudge(vllm_judge))
+        from ascend_eval.models.judge.torch import TorchJudge, TorchJudgeConfig
+
+        torch_judge = TorchJudgeConfig(model=str(path), device=spec.device, **settings)
+        return LazyJudge(model_id, lambda: TorchJudge(torch_judge))
+    if role == "embedder":
+        if vllm:
+            from ascend_eval.models.embedder.vllm import VllmEmbedder, VllmEmbedderConfig
+
+            vllm_embedder = VllmEmbedderConfig(model=str(path), device=spec.device, **settings)
+            return LazyEmbedder(model_id, lambda: VllmEmbedder(vllm_embedder))
+        from ascend_eval.models.embedder.sentence_transformers import TorchEmbedder, TorchEmbedderConfig
+
+        torch_embedder = TorchEmbedderConfig(model=str(path), device=spec.device, **settings)
+        return LazyEmbedder(model_id, lambda: TorchEmbedder(torch_embedder))
+    if vllm:
+        from ascend_eval.models.reranker.vllm import VllmReranker, VllmRerankerConfig
+
+        vllm_reranker = VllmRerankerConfig(model=str(path), device=spec.device, **settings)
+        return LazyReranker(model_id, lambda: VllmReranker(vllm_reranker))
+    from ascend_eval.models.reranker.cross_encoder import TorchReranker, TorchRerankerConfig
+
+    torch_reranker = TorchRerankerConfig(model=str(path), device=spec.device, **settings)
+    return LazyReranker(model_id, lambda: TorchReranker(torch_reranker))
