@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ascend_eval.data import Column, load_dataset, validate
 from ascend_eval.jobs.datasets import load_job_data, truncate_contexts
-from ascend_eval.jobs.runner import round_progress
 from ascend_eval.jobs.runtimes import ModelFactory
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import JobSpec
@@ -30,6 +30,28 @@ Report = Callable[[dict[str, Any]], None]
 
 def _missing(rows: list[dict[str, Any]], column: Column) -> int:
     return sum(1 for row in rows if not row.get(column.value))
+
+
+def round_progress(total_scores: int, report: Report) -> Callable[[Any], None]:
+    """An `on_round` hook that sums the engine's round stats into the job's progress file."""
+    totals = {"rounds": 0, "requests": 0, "unique": 0, "cache_hits": 0, "sent": 0, "failed": 0}
+
+    def on_round(stats: Any) -> None:
+        data = asdict(stats)
+        totals["rounds"] = stats.round
+        for key in ("requests", "unique", "cache_hits", "sent", "failed"):
+            totals[key] += data[key]
+        report(
+            {
+                "stage": "evaluating",
+                "scores_total": total_scores,
+                # plans still waiting when the round began; every other score was done by then
+                "scores_done": total_scores - stats.live_plans,
+                **totals,
+            }
+        )
+
+    return on_round
 
 
 def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Report) -> Any:

@@ -27,8 +27,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -395,25 +394,3 @@ class Jobs:
             return []
         jobs = [Job(d, secrets=self.secrets) for d in self.root.iterdir() if (d / "status.json").is_file()]
         return sorted(jobs, key=lambda j: (j.info().get("created", ""), j.id))
-
-
-def round_progress(total_scores: int, report: Callable[[dict[str, Any]], None]) -> Callable[[Any], None]:
-    """An `on_round` hook that sums the engine's round stats into the job's progress file."""
-    totals = {"rounds": 0, "requests": 0, "unique": 0, "cache_hits": 0, "sent": 0, "failed": 0}
-
-    def on_round(stats: Any) -> None:
-        data = asdict(stats)
-        totals["rounds"] = stats.round
-        for key in ("requests", "unique", "cache_hits", "sent", "failed"):
-            totals[key] += data[key]
-        report(
-            {
-                "stage": "evaluating",
-                "scores_total": total_scores,
-                # plans still waiting when the round began; every other score was done by then
-                "scores_done": total_scores - stats.live_plans,
-                **totals,
-            }
-        )
-
-    return on_round
