@@ -46,7 +46,7 @@ def _imports(name: str, path: Path, package: bool, modules: dict[str, tuple[Path
             else:
                 target = node.module or ""
             for alias in node.names:
-                # `from package import submodule` imports the submodule; `from module import name`, the module.
+                # `from package import submodule` imports the submodule, `from module import name` the module.
                 if f"{target}.{alias.name}" in modules:
                     found.add(f"{target}.{alias.name}")
                 elif target in modules:

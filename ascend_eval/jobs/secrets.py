@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from ascend_eval.jobs.spec import SECRET_NAME_PATTERN
+from ascend_eval.models.checks import private_file
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.weights.paths import cache_root
 
@@ -67,21 +67,12 @@ class SecretRef:
             value = os.environ.get(self.env_var, "")
         else:
             assert self.file is not None
-            _check_private(self.file)
+            private_file(self.file, "Secret file")
             value = self.file.read_text(encoding="utf-8")
         value = value.strip()
         if not value:
             raise ConfigError(f"Secret {self.name!r} ({self.source}) is empty. Set it again.")
         return value
-
-
-def _check_private(path: Path) -> None:
-    mode = path.stat().st_mode
-    if os.name == "posix" and mode & 0o077:
-        raise ConfigError(
-            f"Secret file {path} is accessible by group or others (mode {stat.S_IMODE(mode):04o}). "
-            f"Run: chmod 600 {path}"
-        )
 
 
 class SecretStore:
@@ -113,7 +104,7 @@ class SecretStore:
             return SecretRef(name, env_var=env_var)
         path = self.directory / name
         if path.is_file():
-            _check_private(path)
+            private_file(path, "Secret file")
             return SecretRef(name, file=path)
         raise ConfigError(
             f"Secret {name!r} is not set. Run `ascend-eval secrets set {name}` (it asks for the value), "
