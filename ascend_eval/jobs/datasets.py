@@ -3,7 +3,6 @@ read into rows with our canonical column names (and the documents to retrieve fr
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ascend_eval.data import Column, Dataset, load_dataset
+from ascend_eval.data.corpus import check_corpus, read_corpus
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import DatasetSpec, HuggingFaceStorage
 from ascend_eval.models.errors import DataError, MissingDependencyError
@@ -114,45 +114,12 @@ def _canonical_rows(dataset: Dataset) -> list[dict[str, Any]]:
     return rows
 
 
-def _corpus(dataset: DatasetSpec) -> list[dict[str, Any]] | None:
+def _corpus(dataset: DatasetSpec) -> list[dict[str, str]] | None:
     if dataset.corpus is None:
         return None
     if isinstance(dataset.corpus, list):
-        return check_documents(dataset.corpus, "dataset.corpus")
+        return check_corpus(dataset.corpus, "dataset.corpus")
     return read_corpus(Path(dataset.corpus).expanduser())
-
-
-def read_corpus(path: Path) -> list[dict[str, Any]]:
-    """Documents from a JSON list (or `{"documents": [...]}`) or a JSONL file."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as e:
-        raise DataError(f"Cannot read corpus file '{path}': {e.strerror}. Check dataset.corpus.") from None
-    try:
-        if path.suffix.lower() == ".jsonl":
-            data: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
-        else:
-            data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DataError(f"Corpus file '{path}' is not valid JSON: {e.msg} at line {e.lineno}.") from None
-    if isinstance(data, dict) and isinstance(data.get("documents"), list):
-        data = data["documents"]
-    if not isinstance(data, list):
-        raise DataError(f"Corpus file '{path}' must hold a list of documents or {{\"documents\": [...]}}.")
-    return check_documents(data, f"corpus file '{path}'")
-
-
-def check_documents(items: Sequence[Any], where: str) -> list[dict[str, Any]]:
-    """Documents `{"id", "text", "title"?}`; a missing id becomes the document's position."""
-    documents = []
-    for index, item in enumerate(items):
-        if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
-            raise DataError(
-                f"Document {index} of the {where} needs a 'text' string, e.g. "
-                f'{{"id": "doc-1", "text": "...", "title": "..."}}; got {str(item)[:80]!r}.'
-            )
-        documents.append({"id": str(item.get("id", index)), **{k: v for k, v in item.items() if k != "id"}})
-    return documents
 
 
 def truncate_text(text: str, mode: Literal["start", "end"], limit: int = MAX_DOCUMENT_CHARS) -> str:

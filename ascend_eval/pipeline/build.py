@@ -13,10 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ascend_eval.backends import Deferred
+from ascend_eval.data.corpus import check_corpus
 from ascend_eval.engine import Backends, Engine, RequestCache
 from ascend_eval.models.base import Embedder, GenerationParams, Judge, Reranker
 from ascend_eval.models.errors import ConfigError, DataError
-from ascend_eval.pipeline.chunking import Chunk, OffsetTokenizer, check_corpus, chunk_corpus, load_tokenizer
+from ascend_eval.pipeline.chunking import Chunk, OffsetTokenizer, chunk_corpus, load_tokenizer
 from ascend_eval.pipeline.config import PipelineConfig
 from ascend_eval.pipeline.generation import generate_answers
 from ascend_eval.pipeline.retrieval import EmbeddingMemo, cosine, embed_texts, rerank, top_indices
