@@ -85,5 +85,5 @@ def read_corpus(path: Path) -> list[dict[str, str]]:
     if isinstance(data, dict) and isinstance(data.get("documents"), list):
         data = data["documents"]
     if not isinstance(data, list):
-        raise DataError(f"The {where} must hold a list of documents or {{\"documents\": [...]}}.")
+        raise DataError(f'The {where} must hold a list of documents or {{"documents": [...]}}.')
     return check_corpus(data, where)

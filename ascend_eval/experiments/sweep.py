@@ -45,7 +45,7 @@ def limit_dataset(spec: dict[str, Any], limit: int) -> dict[str, Any]:
     from ascend_eval.jobs.secrets import SecretStore
 
     data = load_job_data(load_spec(spec).dataset, SecretStore())
-    dataset: dict[str, Any] = {"rows": data.rows[:limit]}
+    dataset: dict[str, Any] = {"rows": data.rows()[:limit]}
     if data.corpus is not None:
         dataset["corpus"] = data.corpus
     return {**spec, "dataset": dataset}

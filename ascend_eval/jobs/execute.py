@@ -12,8 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.data import Column, load_dataset, validate
-from ascend_eval.jobs.datasets import load_job_data, truncate_contexts
+from ascend_eval.data import Column, Dataset, validate
+from ascend_eval.jobs.datasets import MAX_DOCUMENT_CHARS, load_job_data, truncate_contexts
 from ascend_eval.jobs.runtimes import ModelFactory
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import JobSpec
@@ -28,8 +28,8 @@ _PIPELINE_COLUMNS = {Column.RETRIEVED_CONTEXTS, Column.RESPONSE}
 Report = Callable[[dict[str, Any]], None]
 
 
-def _missing(rows: list[dict[str, Any]], column: Column) -> int:
-    return sum(1 for row in rows if not row.get(column.value))
+def _missing(dataset: Dataset, column: Column) -> int:
+    return sum(1 for sample in dataset if not sample.get(column))
 
 
 def round_progress(total_scores: int, report: Report) -> Callable[[Any], None]:
@@ -67,22 +67,25 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
 
     report({"stage": "loading data"})
     data = load_job_data(spec.dataset, secrets)
-    rows = data.rows
+    dataset = data.dataset
     names = spec.metric_names()
     metrics = resolve_metrics(names)
     params = spec.metric_params
-    if params.truncate_long_documents and (cut := truncate_contexts(rows, params.truncate_long_documents)):
-        logger.info(
-            "cut %d contexts to 65,000 characters (truncate_long_documents=%s)",
-            cut,
-            params.truncate_long_documents,
-        )
+    if params.truncate_long_documents:
+        dataset, cut = truncate_contexts(dataset, params.truncate_long_documents)
+        if cut:
+            logger.info(
+                "cut %d contexts to %s characters (truncate_long_documents=%s)",
+                cut,
+                f"{MAX_DOCUMENT_CHARS:,}",
+                params.truncate_long_documents,
+            )
 
     needed = set().union(*(m.required for m in metrics))
     # Columns only the data can give are checked now; the pipeline's columns after it ran.
-    validate(load_dataset(rows), {m.name: m.required - _PIPELINE_COLUMNS for m in metrics})
-    fill = {c for c in needed & _PIPELINE_COLUMNS if _missing(rows, c)}
-    logger.info("dataset %s: %d samples; metrics %s", data.source, len(rows), [m.name for m in metrics])
+    validate(dataset, {m.name: m.required - _PIPELINE_COLUMNS for m in metrics})
+    fill = {c for c in needed & _PIPELINE_COLUMNS if _missing(dataset, c)}
+    logger.info("dataset %s: %d samples; metrics %s", data.source, len(dataset), [m.name for m in metrics])
 
     models = ModelFactory(secrets)
     try:
@@ -90,11 +93,11 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
         judge = models.judge(params.judge_llm) if params.judge_llm else None
         embedder = models.embedder(params.judge_embeddings.model) if params.judge_embeddings else None
         if fill:
-            rows = _run_pipeline(spec, rows, data.corpus, models, cache_dir, report)
-        total = len(rows) * len(metrics)
+            dataset = _run_pipeline(spec, dataset, data.corpus, models, cache_dir, report)
+        total = len(dataset) * len(metrics)
         report({"stage": "evaluating", "scores_total": total, "scores_done": 0})
         result = evaluate(
-            rows,
+            dataset,
             names,
             judge=judge,
             embedder=embedder,
@@ -110,15 +113,15 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
 
 def _run_pipeline(
     spec: JobSpec,
-    rows: list[dict[str, Any]],
-    corpus: list[dict[str, Any]] | None,
+    dataset: Dataset,
+    corpus: list[dict[str, str]] | None,
     models: ModelFactory,
     cache_dir: Path,
     report: Report,
-) -> list[dict[str, Any]]:
+) -> Dataset:
     """Retrieve contexts and generate answers where the data has none (the RAG pipeline)."""
-    no_contexts = _missing(rows, Column.RETRIEVED_CONTEXTS)
-    no_answers = _missing(rows, Column.RESPONSE)
+    no_contexts = _missing(dataset, Column.RETRIEVED_CONTEXTS)
+    no_answers = _missing(dataset, Column.RESPONSE)
     retriever = spec.retriever_pipeline
     if no_contexts and retriever is None:
         raise ConfigError(
@@ -132,7 +135,7 @@ def _run_pipeline(
             "model), or give `answer` in the data."
         )
     try:
-        from ascend_eval.pipeline import PipelineConfig, build_rag_rows
+        from ascend_eval.pipeline import PipelineConfig, build_rag_samples
     except ModuleNotFoundError as e:
         if e.name != "ascend_eval.pipeline":
             raise
@@ -168,8 +171,8 @@ def _run_pipeline(
         config,
     )
     with RequestCache(cache_dir / CACHE_FILE) as cache:
-        return build_rag_rows(
-            rows,
+        samples = build_rag_samples(
+            dataset,
             corpus=corpus,
             config=config,
             embedder=models.embedder(retriever.embedding_model) if retriever else None,
@@ -180,3 +183,4 @@ def _run_pipeline(
             cache=cache,
             progress=progress,
         )
+    return dataset.with_samples(samples)

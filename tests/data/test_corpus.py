@@ -56,7 +56,7 @@ def test_unreadable_corpus_files_are_data_errors(tmp_path) -> None:
         read_corpus(bad)
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000, encoding="utf-8")
-    with pytest.raises(DataError, match="not valid JSON|too deeply"):
+    with pytest.raises(DataError, match=r"not valid JSON|too deeply"):
         read_corpus(deep)
     latin = tmp_path / "latin.json"
     latin.write_bytes(b'[{"text": "caf\xe9"}]')
