@@ -16,11 +16,9 @@ from ascend_eval.data.corpus import check_corpus, read_corpus
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import DatasetSpec, HuggingFaceStorage
 from ascend_eval.models.errors import DataError, MissingDependencyError
+from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT, truncate_by_chars
 
 logger = logging.getLogger("ascend_eval.jobs")
-
-MAX_DOCUMENT_CHARS = 65_000
-"""NeMo's limit for `truncate_long_documents`."""
 
 _FILE_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet")
 
@@ -116,25 +114,16 @@ def _corpus(dataset: DatasetSpec) -> list[dict[str, str]] | None:
     return read_corpus(Path(dataset.corpus).expanduser())
 
 
-def truncate_text(text: str, mode: Literal["start", "end"], limit: int = MAX_DOCUMENT_CHARS) -> str:
-    """`text` cut to `limit` characters: "start" drops the start (keeps the end), "end" drops the end.
-
-    >>> truncate_text("abcdef", "start", 4), truncate_text("abcdef", "end", 4)
-    ('cdef', 'abcd')
-    """
-    if len(text) <= limit:
-        return text
-    return text[-limit:] if mode == "start" else text[:limit]
-
-
 def truncate_contexts(dataset: Dataset, mode: Literal["start", "end"]) -> tuple[Dataset, int]:
-    """Every given context cut to `MAX_DOCUMENT_CHARS`; returns the dataset and how many were cut."""
+    """Every given context cut to `NIM_CHARACTER_LIMIT` characters (NeMo's `truncate_long_documents`:
+    "start" cuts the start, keeping the end; "end" cuts the end); returns the dataset and how many were
+    cut."""
     cut = 0
     samples = []
     for sample in dataset:
         contexts = sample.retrieved_contexts
         if contexts:
-            shortened = tuple(truncate_text(c, mode) for c in contexts)
+            shortened = tuple(truncate_by_chars(c, NIM_CHARACTER_LIMIT, side=mode) for c in contexts)
             changed = sum(a != b for a, b in zip(contexts, shortened, strict=True))
             if changed:
                 cut += changed

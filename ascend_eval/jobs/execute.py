@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.data import Column, Dataset, validate
-from ascend_eval.jobs.datasets import MAX_DOCUMENT_CHARS, load_job_data, truncate_contexts
+from ascend_eval.jobs.datasets import load_job_data, truncate_contexts
 from ascend_eval.jobs.runtimes import ModelFactory
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import JobSpec
 from ascend_eval.metrics import resolve_metrics
 from ascend_eval.models.errors import ConfigError
+from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT
 
 logger = logging.getLogger("ascend_eval.jobs")
 
@@ -77,7 +78,7 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
             logger.info(
                 "cut %d contexts to %s characters (truncate_long_documents=%s)",
                 cut,
-                f"{MAX_DOCUMENT_CHARS:,}",
+                f"{NIM_CHARACTER_LIMIT:,}",
                 params.truncate_long_documents,
             )
 

@@ -145,8 +145,9 @@ class MetricParams(_Strict):
     dataset_format: Literal["ragas"] = "ragas"
     top_k: int = Field(default=10, ge=1)
     truncate_long_documents: Literal["start", "end"] | None = None
-    """Cut documents and contexts longer than 65,000 characters: "start" drops the start (keeps the last
-    65k characters), "end" drops the end (keeps the first 65k), as NeMo defines it."""
+    """Cut documents and contexts longer than 65,535 characters (`text.truncate.NIM_CHARACTER_LIMIT`, the
+    NIMs' input limit): "start" drops the start (keeps the last 65,535 characters), "end" drops the end
+    (keeps the first 65,535), as NeMo defines it."""
     judge_llm: JudgeLLM | None = None
     judge_embeddings: JudgeEmbeddings | None = None
 

@@ -20,7 +20,7 @@ from ascend_eval.data.corpus import check_corpus
 from ascend_eval.models.errors import ConfigError, MissingDependencyError
 from ascend_eval.text.language import cjk_share
 from ascend_eval.text.sentences import split_sentences
-from ascend_eval.text.truncate import truncate_by_chars
+from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT, truncate_by_chars
 
 _WORD = re.compile(r"\S+")
 
@@ -215,7 +215,7 @@ def chunk_corpus(
     overlap: int,
     tokenizer: OffsetTokenizer | None = None,
     truncate: str | None = None,
-    max_document_chars: int = 65_000,
+    max_document_chars: int = NIM_CHARACTER_LIMIT,
 ) -> list[Chunk]:
     """Chunk every document of a corpus, in corpus order.
 
