@@ -80,7 +80,7 @@ class Column(str, Enum):
         known = [c.value for c in cls] + list(LEGACY_ALIASES)
         raise DataError(
             f"Unknown column {name!r}. Valid names are {known} (the last {len(LEGACY_ALIASES)} are "
-            f"legacy aliases).{_did_you_mean(name, known)}"
+            f"legacy aliases).{did_you_mean(name, known)}"
         )
 
 
@@ -108,7 +108,7 @@ def _as_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _did_you_mean(name: str, options: Sequence[str]) -> str:
+def did_you_mean(name: str, options: Sequence[str]) -> str:
     import difflib
 
     close = difflib.get_close_matches(name, list(options), n=1)
