@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ascend_eval.data.cells import preview
 from ascend_eval.data.sample import ID_COLUMNS, LEGACY_ALIASES, Column, default_role, did_you_mean
 from ascend_eval.models.errors import DataError
 
@@ -18,7 +19,7 @@ def column_roles(columns: Sequence[str], column_map: Mapping[str, str] | None) -
             entries claim the same column.
     """
     roles = {name: default_role(name) for name in columns}
-    if not column_map:
+    if column_map is None:
         return roles
     if not isinstance(column_map, Mapping):
         raise DataError(
@@ -27,6 +28,12 @@ def column_roles(columns: Sequence[str], column_map: Mapping[str, str] | None) -
         )
     claimed: dict[str, str] = {}
     for key, dataset_column in column_map.items():
+        if not isinstance(dataset_column, str):
+            raise DataError(
+                f"column_map[{str(key)!r}] is a {type(dataset_column).__name__} ({preview(dataset_column)}); "
+                "each value must be the name of one of your dataset's columns, e.g. "
+                f"column_map={{'user_input': 'query'}}. The dataset's columns are {list(columns)}."
+            )
         role = _map_key(key, dataset_column, columns)
         if role in claimed:
             raise DataError(

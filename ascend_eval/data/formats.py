@@ -35,13 +35,19 @@ def read_file(path: Path) -> tuple[list[str], list[Row], str]:
         MissingDependencyError: a Parquet file without pyarrow.
     """
     description = f"file '{path}'"
-    if not path.exists():
+    try:
+        exists, is_dir = path.exists(), path.is_dir()
+    except (OSError, ValueError) as exc:  # a NUL byte in the name, a name too long for the system
+        raise DataError(
+            f"Cannot use {str(path)!r} as a dataset path: {str(exc).rstrip('.')}. Check the path."
+        ) from None
+    if not exists:
         raise DataError(
             f"Dataset file '{path}' does not exist (resolved to '{path.absolute()}'). Check the path. "
             "load_dataset reads local files only; for a Hugging Face Hub dataset, load it with "
             "datasets.load_dataset(...) and pass the result."
         )
-    if path.is_dir():
+    if is_dir:
         raise DataError(
             f"'{path}' is a directory. Pass one dataset file ({', '.join(SUPPORTED_EXTENSIONS)})."
         )
@@ -65,6 +71,10 @@ def read_file(path: Path) -> tuple[list[str], list[Row], str]:
             f"'{path}' is not UTF-8 text (bad byte at offset {exc.start}). Re-save it as UTF-8, e.g. "
             f"`iconv -f GBK -t UTF-8 '{path}' > out{extension}`."
         ) from exc
+    except OSError as exc:
+        raise DataError(
+            f"Cannot read '{path}': {exc.strerror or exc}. Check the file's permissions."
+        ) from exc
     if extension == ".jsonl":
         rows = _parse_jsonl(text, path)
         return union_keys(rows), rows, description
@@ -75,6 +85,8 @@ def read_file(path: Path) -> tuple[list[str], list[Row], str]:
             f"'{path}' is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}. Fix the file; "
             "if it holds one JSON object per line, give it the .jsonl extension."
         ) from exc
+    except (RecursionError, ValueError) as exc:
+        raise DataError(f"'{path}' cannot be read as JSON: {_json_problem(exc)}") from None
     if isinstance(data, Mapping):
         columns, rows, _ = read_mapping(data, description)
         return columns, rows, description
@@ -99,6 +111,8 @@ def _parse_jsonl(text: str, path: Path) -> list[Row]:
                 f"'{path}', line {line_number}: not valid JSON ({exc.msg}, column {exc.colno}). Each line of "
                 "a .jsonl file must be one JSON object; if the file is one JSON document, name it .json."
             ) from exc
+        except (RecursionError, ValueError) as exc:
+            raise DataError(f"'{path}', line {line_number}: {_json_problem(exc)}") from None
         if not isinstance(row, dict):
             raise DataError(
                 f"'{path}', line {line_number}: a JSON {type(row).__name__}, not an object. Each line must "
@@ -106,6 +120,17 @@ def _parse_jsonl(text: str, path: Path) -> list[Row]:
             )
         rows.append(row)
     return rows
+
+
+def _json_problem(exc: Exception) -> str:
+    """What json.loads could not do, beyond a syntax error, and the fix."""
+    if isinstance(exc, RecursionError):
+        return (
+            "it nests arrays or objects too deeply for Python's parser (thousands of levels). A dataset "
+            "is a list of rows or an object of columns; flatten the file."
+        )
+    # Python refuses to convert integers of more than 4300 digits (CVE-2020-10735).
+    return f"{exc}. Write such values as strings."
 
 
 @contextlib.contextmanager
@@ -129,13 +154,19 @@ def _read_csv(path: Path) -> tuple[list[str], list[Row]]:
                 f"'{path}': the header repeats column(s) {repeated}. Rename them so each is unique."
             )
         rows: list[Row] = []
-        for row in reader:
-            if None in row:
-                raise DataError(
-                    f"'{path}', line {reader.line_num}: more fields than the {len(columns)} header columns. "
-                    "Quote cells that contain commas or line breaks."
-                )
-            rows.append({name: (None if cell in (None, "") else cell) for name, cell in row.items()})
+        try:
+            for row in reader:
+                if None in row:
+                    raise DataError(
+                        f"'{path}', line {reader.line_num}: more fields than the {len(columns)} header "
+                        "columns. Quote cells that contain commas or line breaks."
+                    )
+                rows.append({name: (None if cell in (None, "") else cell) for name, cell in row.items()})
+        except csv.Error as exc:
+            raise DataError(
+                f"'{path}', line {reader.line_num}: not valid CSV ({exc}). Quote cells that contain commas, "
+                "quotes or line breaks (a quote inside a quoted cell is written twice)."
+            ) from None
     return columns, rows
 
 
@@ -148,11 +179,14 @@ def _read_parquet(path: Path) -> tuple[list[str], list[Row]]:
             f"Reading the Parquet file '{path}' needs pyarrow, which is not installed. Install it with "
             f"{INSTALL_HINT}, or convert the file to .jsonl or .csv."
         ) from exc
+    import pyarrow as pa
+
     try:
         table = pq.read_table(path)
-    except (OSError, ValueError) as exc:
+        columns = [name for name in table.column_names if not _PANDAS_INDEX_COLUMN.fullmatch(name)]
+        rows = table.select(columns).to_pylist()
+    except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException) as exc:
         raise DataError(
             f"Cannot read the Parquet file '{path}': {exc}. Check that it is a valid Parquet file."
         ) from exc
-    columns = [name for name in table.column_names if not _PANDAS_INDEX_COLUMN.fullmatch(name)]
-    return columns, table.select(columns).to_pylist()
+    return columns, rows

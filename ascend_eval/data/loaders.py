@@ -70,9 +70,11 @@ def load_dataset(source: Any, *, column_map: Mapping[str, str] | None = None) ->
         MissingDependencyError: A Parquet file is given and pyarrow is not installed.
 
     Cells: NaN and None mean "absent"; so does an empty CSV cell (CSV cannot tell it from an empty
-    string; use JSON to keep one). A context column holds a list of strings; a string cell in it is
-    read as a JSON list (`["a", "b"]`), a Python-literal list (`['a', 'b']`) or else one context.
-    numpy arrays become tuples. Strings are kept exactly (no stripping).
+    string; use JSON to keep one). A context column holds a list of strings; a string cell in it must
+    be a list written as text, JSON (`["a", "b"]`) or a Python literal (`['a', 'b']`, as pandas writes
+    lists): a plain string is a `DataError`, never silently one context. numpy arrays become tuples.
+    Strings are kept exactly (no stripping), but text with a lone surrogate (not valid Unicode) is a
+    `DataError`, as is a value nested too deeply to read.
 
     >>> ds = load_dataset({"question": ["什么是RAG？"], "contexts": [["检索增强生成。"]]})
     >>> ds[0].user_input, ds[0].retrieved_contexts, ds[0].id, ds.columns
@@ -98,7 +100,13 @@ def load_dataset(source: Any, *, column_map: Mapping[str, str] | None = None) ->
 
 def _read(source: Any) -> tuple[list[str], list[Row], str]:
     if isinstance(source, (str, os.PathLike)):
-        return read_file(Path(os.fspath(source)).expanduser())
+        try:
+            path = Path(os.fspath(source)).expanduser()
+        except RuntimeError as exc:  # "~someone/data.json" for a user this system does not know
+            raise DataError(
+                f"Cannot use {os.fspath(source)!r} as a dataset path: {str(exc).rstrip('.')}. Check the path."
+            ) from None
+        return read_file(path)
     # The optional libraries are recognised by type name so that none of them is imported here.
     if is_type(source, "pandas", "DataFrame"):
         return read_dataframe(source)

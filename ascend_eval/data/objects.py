@@ -109,9 +109,10 @@ def rows_from_items(items: Iterable[Any], description: str) -> list[Row]:
         elif isinstance(item, Mapping):
             rows.append({str(key): value for key, value in item.items()})
         elif callable(getattr(item, "to_dict", None)):
-            rows.append(dict(item.to_dict()))
+            rows.append(_converted_row(index, item, "to_dict()", item.to_dict, description))
         elif callable(getattr(item, "model_dump", None)):
-            rows.append(dict(item.model_dump(exclude_none=True)))
+            dump = lambda item=item: item.model_dump(exclude_none=True)  # noqa: E731
+            rows.append(_converted_row(index, item, "model_dump()", dump, description))
         else:
             raise DataError(
                 f"Row {index} of the {description} is a {type(item).__name__} ({preview(item)}), "
@@ -119,6 +120,23 @@ def rows_from_items(items: Iterable[Any], description: str) -> list[Row]:
                 'Each row must map column names to values, e.g. {"question": "...", "answer": "..."}.'
             )
     return rows
+
+
+def _converted_row(index: int, item: Any, method: str, convert: Any, description: str) -> Row:
+    """The row an object gives through its `to_dict()` / `model_dump()`, which must be a mapping."""
+    try:
+        row = convert()
+    except Exception as exc:  # someone else's method: any failure is the row's problem, not ours
+        raise DataError(
+            f"Row {index} of the {description}: {type(item).__name__}.{method} raised "
+            f"{type(exc).__name__}: {preview(str(exc), 120)}. Pass the rows as dicts instead."
+        ) from exc
+    if not isinstance(row, Mapping):
+        raise DataError(
+            f"Row {index} of the {description}: {type(item).__name__}.{method} returned a "
+            f"{type(row).__name__}, not a dict. Pass the rows as dicts instead."
+        )
+    return {str(key): value for key, value in row.items()}
 
 
 def union_keys(rows: Iterable[Mapping[str, Any]]) -> list[str]:

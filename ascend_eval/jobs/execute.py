@@ -83,8 +83,9 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
             )
 
     needed = set().union(*(m.required for m in metrics))
-    # Columns only the data can give are checked now; the pipeline's columns after it ran.
-    validate(dataset, {m.name: m.required - _PIPELINE_COLUMNS for m in metrics})
+    # Columns only the data can give are checked now; the pipeline's columns after it ran. evaluate()
+    # checks again, and warns about long contexts then, once, when they are all there.
+    validate(dataset, {m.name: m.required - _PIPELINE_COLUMNS for m in metrics}, warn_long_contexts=False)
     fill = {c for c in needed & _PIPELINE_COLUMNS if _missing(dataset, c)}
     logger.info("dataset %s: %d samples; metrics %s", data.source, len(dataset), [m.name for m in metrics])
 

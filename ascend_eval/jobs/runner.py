@@ -41,7 +41,8 @@ logger = logging.getLogger("ascend_eval.jobs")
 
 STATES = ("pending", "running", "completed", "failed", "cancelled")
 FINISHED = frozenset({"completed", "failed", "cancelled"})
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+# fullmatch, not match: Python's `$` also matches before a final newline, so "job\n" would pass.
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 RESULTS_FILE = "job_results.json"
 
 
@@ -67,7 +68,7 @@ def _alive(pid: int) -> bool:
 
 
 def _check_id(job_id: str) -> str:
-    if not _ID.match(job_id):
+    if not isinstance(job_id, str) or not _ID.fullmatch(job_id):
         raise ConfigError(
             f"Job id {job_id!r} is not valid: use letters, digits, '.', '_' and '-' (at most 100 characters)."
         )

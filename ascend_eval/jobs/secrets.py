@@ -24,6 +24,8 @@ from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.weights.paths import cache_root
 
 ENV_PREFIX = "ASCEND_EVAL_SECRET_"
+# fullmatch, not match: Python's `$` also matches before a final newline, so "key\n" would pass (the
+# spec's pydantic check, a Rust regex, already refuses it).
 _NAME = re.compile(SECRET_NAME_PATTERN)
 
 
@@ -37,7 +39,7 @@ def secret_env_var(name: str) -> str:
 
 
 def check_secret_name(name: str) -> str:
-    if not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ConfigError(
             f"Secret name {name!r} is not valid: use letters, digits, '.', '_' and '-' (at most 128 "
             "characters, starting with a letter or digit), e.g. 'judge-api-key'."
@@ -146,7 +148,7 @@ class SecretStore:
             out += [
                 (p.name, "file")
                 for p in sorted(self.directory.iterdir())
-                if p.is_file() and _NAME.match(p.name)
+                if p.is_file() and _NAME.fullmatch(p.name)
             ]
         out += [(var, "environment") for var in sorted(os.environ) if var.startswith(ENV_PREFIX)]
         return out

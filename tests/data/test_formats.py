@@ -18,13 +18,13 @@ from tests.data.sources import (
 )
 
 
-def test_csv_plain_string_context_is_one_passage_and_cells_stay_text(tmp_path: Path) -> None:
+def test_csv_cells_stay_text(tmp_path: Path) -> None:
     path = write_csv(
         tmp_path / "plain.csv",
         ["question", "contexts", "answer", "ground_truth", "id"],
         [
-            ["问题", "[1] 巴黎是首都 [注]", "None", "42", "a"],
-            ["q2", "只有一段上下文", "", "NA", "b"],
+            ["问题", '["[1] 巴黎是首都 [注]"]', "None", "42", "a"],
+            ["q2", "['只有一段上下文']", "", "NA", "b"],
             ["q3", "[]", "0042", "null", "c"],
         ],
     )
@@ -32,7 +32,7 @@ def test_csv_plain_string_context_is_one_passage_and_cells_stay_text(tmp_path: P
     assert ds[0].retrieved_contexts == ("[1] 巴黎是首都 [注]",)
     assert ds[0].response == "None"  # not turned into a missing value
     assert ds[0].reference == "42"  # not turned into a number
-    assert ds[1].retrieved_contexts == ("只有一段上下文",)
+    assert ds[1].retrieved_contexts == ("只有一段上下文",)  # a Python-literal list, as pandas writes one
     assert ds[1].response is None  # an empty cell is absent
     assert ds[1].reference == "NA"
     assert ds[2].retrieved_contexts == ()
@@ -40,10 +40,28 @@ def test_csv_plain_string_context_is_one_passage_and_cells_stay_text(tmp_path: P
     assert [s.id for s in ds] == ["a", "b", "c"]
 
 
+@pytest.mark.parametrize("cell", ["只有一段上下文", "[1] 巴黎是首都 [注]", "passage one, passage two"])
+def test_csv_plain_string_context_names_the_sample_the_column_and_the_fix(tmp_path: Path, cell: str) -> None:
+    path = write_csv(
+        tmp_path / "plain.csv", ["id", "question", "contexts"], [["a", "q", '["ok"]'], ["b", "q", cell]]
+    )
+    with pytest.raises(DataError) as info:
+        load_dataset(path)
+    message = str(info.value)
+    assert "Sample 1 (id 'b'), column 'contexts'" in message
+    assert "plain string" in message and 'e.g. ["passage 1", "passage 2"]' in message
+    assert "CSV cell, write that list as JSON text" in message
+
+
+def test_a_plain_string_is_still_the_one_reference_of_ground_truths(tmp_path: Path) -> None:
+    path = write_csv(tmp_path / "gt.csv", ["question", "ground_truths"], [["q", "the answer"]])
+    assert load_dataset(path)[0].reference == "the answer"
+
+
 def test_csv_with_bom_and_a_field_over_the_default_csv_limit(tmp_path: Path) -> None:
     long_context = "长" * 200_000
     path = write_csv(
-        tmp_path / "bom.csv", ["question", "contexts"], [["q", long_context]], encoding="utf-8-sig"
+        tmp_path / "bom.csv", ["question", "contexts"], [["q", f'["{long_context}"]']], encoding="utf-8-sig"
     )
     limit_before = csv.field_size_limit()
     ds = load_dataset(path)
