@@ -193,10 +193,15 @@ def _parse_list_text(text: str) -> list[Any] | None:
 def _to_id(value: Any) -> str:
     if isinstance(value, str):
         return _text(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    try:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+    except ValueError:  # more than 4300 digits: Python refuses to write it in decimal
+        raise _CellError(
+            "expected a string or integer id, got an integer too long to write in decimal. Use a shorter id."
+        ) from None
     raise _CellError(
         f"expected a string or integer id, got {_describe(value)}. Use strings or integers as ids."
     )

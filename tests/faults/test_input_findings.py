@@ -244,3 +244,10 @@ def test_messages_are_json_safe() -> None:
     with pytest.raises(DataError) as info:
         load_dataset([{"question": SURROGATE}])
     json.dumps(str(info.value), ensure_ascii=False).encode("utf-8")
+
+
+def test_a_score_never_leaves_zero_to_one_by_rounding() -> None:
+    # Found by the fuzz suite: this text's trigram vector has a cosine of 1.0000000000000002 with itself.
+    text = "0\xd4\xed\u012e\u0131\xe7\U0002820b\U0002c8d8\xc2\xf1"
+    result = _evaluate([{"question": "q", "answer": text, "ground_truth": text}], ["answer_similarity"])
+    assert result["answer_similarity"] == [1.0]
