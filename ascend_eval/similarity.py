@@ -33,12 +33,15 @@ def cosine(a: ArrayLike, b: ArrayLike, *, zero: float = 0.0) -> float:
     0.0
     >>> cosine(np.zeros(3), np.ones(3), zero=float("nan"))
     nan
+    >>> v = np.array([0.1, 0.7, 0.3]); cosine(v, v) <= 1.0
+    True
     """
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     if na == 0.0 or nb == 0.0:
         return zero
-    return float(np.dot(a, b) / (na * nb))
+    # Clipped to the cosine's range: rounding makes a vector's cosine with itself 1.0000000000000002.
+    return float(np.clip(np.dot(a, b) / (na * nb), -1.0, 1.0))
 
 
 def cosine_matrix(queries: ArrayLike, documents: ArrayLike) -> NDArray[np.float32]:

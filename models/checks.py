@@ -1,8 +1,11 @@
-"""Validation shared by the runtimes: their config dataclasses (called from `__post_init__`) and the
-arguments of `embed` and `score`, so every backend refuses bad input with the same message."""
+"""Validation shared by the runtimes: their config dataclasses (called from `__post_init__`), the
+arguments of `embed` and `score`, and files that hold secrets, so every caller refuses bad input with the
+same message."""
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -76,3 +79,32 @@ def score_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not all(isinstance(t, str) for t in pair):
             raise DataError(f"Reranker pair {i} must be (query: str, passage: str), got {pair!r:.80}.")
     return items
+
+
+def private_file(path: str | Path, what: str) -> Path:
+    """`path` (with `~` expanded), after checking that it is a regular file only its owner can access.
+
+    The one check for every file that holds a secret: an endpoint's `api_key_file` and the job secrets
+    store's files (`ascend_eval.jobs.secrets`) both call it.
+
+    Args:
+        path: the file.
+        what: how messages name it, e.g. "api_key_file" or "Secret file".
+
+    Raises:
+        ConfigError: the file cannot be read, is not a regular file, or group or others may access it
+            (on POSIX); the message gives the `chmod` that fixes it.
+    """
+    p = Path(path).expanduser()
+    try:
+        st = p.stat()
+    except OSError as e:
+        raise ConfigError(f"{what} {str(path)!r} cannot be read ({e.strerror}). Check the path.") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"{what} {str(path)!r} is not a regular file.")
+    if os.name == "posix" and st.st_mode & 0o077:
+        raise ConfigError(
+            f"{what} {str(path)!r} is accessible by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
+            f"a secret must be private to its owner. Run: chmod 600 {path}"
+        )
+    return p

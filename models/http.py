@@ -20,15 +20,14 @@ import logging
 import math
 import os
 import random
-import stat
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from ascend_eval.models.checks import private_file
 from ascend_eval.models.errors import BackendError, ConfigError
 
 if TYPE_CHECKING:
@@ -91,7 +90,7 @@ class EndpointConfig:
         if self.api_key_env is not None and not self.api_key_env.strip():
             raise ConfigError("EndpointConfig.api_key_env is empty; pass a variable name or None.")
         if self.api_key_file is not None:
-            _checked_key_path(self.api_key_file)
+            private_file(self.api_key_file, "api_key_file")
         if not self.request_timeout > 0:
             raise ConfigError(f"request_timeout must be > 0 seconds, got {self.request_timeout}.")
         if self.max_retries < 0:
@@ -172,23 +171,6 @@ def _normalise_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def _checked_key_path(path: str) -> Path:
-    """`path` as a Path, after checking that it is a regular file only its owner can access."""
-    p = Path(path).expanduser()
-    try:
-        st = p.stat()
-    except OSError as e:
-        raise ConfigError(f"api_key_file {path!r} cannot be read ({e.strerror}). Check the path.") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"api_key_file {path!r} is not a regular file.")
-    if os.name == "posix" and st.st_mode & 0o077:
-        raise ConfigError(
-            f"api_key_file {path!r} is accessible by group or others (mode {stat.S_IMODE(st.st_mode):04o}); "
-            f"a secret must be private to its owner. Run: chmod 600 {path}"
-        )
-    return p
-
-
 def _read_api_key(config: EndpointConfig) -> tuple[str | None, str]:
     """The API key named by `config` (or None) and a description of where it came from, for messages."""
     if config.api_key_env is not None:
@@ -201,7 +183,7 @@ def _read_api_key(config: EndpointConfig) -> tuple[str | None, str]:
             )
     elif config.api_key_file is not None:
         source = f"file {config.api_key_file}"
-        key = _checked_key_path(config.api_key_file).read_text(encoding="utf-8").strip()
+        key = private_file(config.api_key_file, "api_key_file").read_text(encoding="utf-8").strip()
         if not key:
             raise ConfigError(f"api_key_file {config.api_key_file!r} is empty; write the API key into it.")
     else:

@@ -7,6 +7,7 @@ Column names follow RAGAS v0.2+ (`user_input`, `response`, `retrieved_contexts`,
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from enum import Enum
@@ -79,7 +80,7 @@ class Column(str, Enum):
         known = [c.value for c in cls] + list(LEGACY_ALIASES)
         raise DataError(
             f"Unknown column {name!r}. Valid names are {known} (the last {len(LEGACY_ALIASES)} are "
-            f"legacy aliases).{_did_you_mean(name, known)}"
+            f"legacy aliases).{did_you_mean(name, known)}"
         )
 
 
@@ -107,7 +108,7 @@ def _as_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _did_you_mean(name: str, options: Sequence[str]) -> str:
+def did_you_mean(name: str, options: Sequence[str]) -> str:
     import difflib
 
     close = difflib.get_close_matches(name, list(options), n=1)
@@ -223,6 +224,20 @@ class Sample(BaseModel):
         parts = (self.user_input, self.response, self.reference)
         return "\n".join(part for part in parts if part is not None)
 
+    def to_row(self) -> dict[str, Any]:
+        """The sample as a row dict: its id, its metadata, then each present column under its current
+        name (the context columns as lists). `load_dataset([row])` reads it back to an equal sample.
+
+        >>> Sample(id="q1", question="q", contexts=["c"], metadata={"k": 1}).to_row()
+        {'id': 'q1', 'k': 1, 'user_input': 'q', 'retrieved_contexts': ['c']}
+        """
+        row: dict[str, Any] = {"id": self.id, **copy.deepcopy(self.metadata)}
+        for column in Column:
+            value = self.get(column)
+            if value is not None:
+                row[column.value] = list(value) if column.is_list else value
+        return row
+
     @property
     def question(self) -> str | None:
         """Legacy name of `user_input`."""
@@ -310,6 +325,30 @@ class Dataset(Sequence[Sample]):
     def column_roles(self) -> Mapping[str, str]:
         """What each source column became: a `Column` value, `"id"` or `"metadata"`."""
         return self._column_roles
+
+    def with_samples(self, samples: Sequence[Sample]) -> Dataset:
+        """Other samples from the same source, e.g. with contexts cut or filled in by the RAG pipeline.
+
+        The source and columns stay; a column the samples gained (a current column name or a metadata
+        key no source column gives) is added to `columns`, so messages about the new samples name it.
+
+        >>> ds = Dataset([Sample(id="0", question="q")], columns=["question"], source="example")
+        >>> ds.with_samples([Sample(id="0", question="q", answer="a")]).columns
+        ('question', 'response')
+        """
+        columns = list(self._columns)
+        roles = dict(self._column_roles)
+        given = set(roles.values())
+        for column in Column:
+            if column.value not in given and any(s.has(column) for s in samples):
+                columns.append(column.value)
+                roles[column.value] = column.value
+        for sample in samples:
+            for key in sample.metadata:
+                if key not in roles:
+                    columns.append(key)
+                    roles[key] = "metadata"
+        return Dataset(samples, columns=columns, source=self._source, column_roles=roles)
 
     def __len__(self) -> int:
         return len(self._samples)

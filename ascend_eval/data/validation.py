@@ -1,24 +1,38 @@
-"""Check, before any model loads, that every sample has the columns its metrics need.
+"""Check, before any model loads, that every sample has the columns its metrics need and only text a
+model can be sent.
 
-All problems are reported at once, in one `DataError`, so that a user fixes the dataset in one pass
-instead of one failed run per missing column.
+All missing columns are reported at once, in one `DataError`, so that a user fixes the dataset in one
+pass instead of one failed run per missing column.
 """
 
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 
+from ascend_eval.data.cells import SURROGATE_FIX, lone_surrogate
 from ascend_eval.data.sample import Column, Dataset, Sample
 from ascend_eval.models.errors import DataError
+from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT
+
+logger = logging.getLogger("ascend_eval.data")
 
 _COLUMN_ORDER = list(Column)
 
 MAX_LISTED = 5
 """How many sample positions a message lists before "and N more"."""
 
+LONG_CONTEXT_CHARS = NIM_CHARACTER_LIMIT
+"""A context longer than this (the NIMs' 65,535-character input limit) is sent whole, with a warning."""
 
-def validate(samples: Sequence[Sample], requirements: Mapping[str, Iterable[Column | str]]) -> None:
+
+def validate(
+    samples: Sequence[Sample],
+    requirements: Mapping[str, Iterable[Column | str]],
+    *,
+    warn_long_contexts: bool = True,
+) -> None:
     """Raise one `DataError` listing every sample that lacks a column one of its metrics needs.
 
     Empty strings count as present (RAGAS scores them per metric). An empty context list counts as
@@ -28,11 +42,16 @@ def validate(samples: Sequence[Sample], requirements: Mapping[str, Iterable[Colu
         samples: The samples to check, usually the `Dataset` from `load_dataset` (whose original
             column names make the hints precise); any sequence of `Sample` works.
         requirements: Metric name -> the columns it needs (`Column`s, or current or legacy names).
+        warn_long_contexts: log one warning, with the count, when contexts are longer than
+            `LONG_CONTEXT_CHARS`. They are sent whole (as RAGAS sends them); a judge whose context window
+            is smaller truncates or fails them. Jobs cut them with `truncate_long_documents`.
 
     Raises:
-        DataError: The dataset is empty, or some samples lack required columns. The message groups the
-            problems by metric and column, lists up to five sample positions each, names the dataset's
-            columns, and suggests a `column_map` (with a similarly named column when there is one).
+        DataError: The dataset is empty; a sample's text holds a lone surrogate (not valid Unicode:
+            `load_dataset` refuses it too, so this finds only `Sample`s built directly); or some samples
+            lack required columns. The message groups the problems by metric and column, lists up to five
+            sample positions each, names the dataset's columns, and suggests a `column_map` (with a
+            similarly named column when there is one).
 
     >>> validate([Sample(id="0", user_input="q", response="a")], {"answer_relevancy": ["question", "answer"]})
     """
@@ -42,6 +61,9 @@ def validate(samples: Sequence[Sample], requirements: Mapping[str, Iterable[Colu
             f"The dataset ({source}) is empty: there are no samples to evaluate. Check the file, or the "
             "filter that produced it."
         )
+    _check_text(samples)
+    if warn_long_contexts:
+        _warn_long_contexts(samples)
     # Which samples lack each column, computed once per column however many metrics need it.
     gaps: dict[Column, tuple[list[int], list[int]]] = {}
     problems: list[str] = []
@@ -64,6 +86,44 @@ def validate(samples: Sequence[Sample], requirements: Mapping[str, Iterable[Colu
         + "\n".join(f"- {problem}" for problem in problems)
         + f"\nThe dataset has columns {list(columns)}."
     )
+
+
+def _check_text(samples: Sequence[Sample]) -> None:
+    """Raise DataError for the first text a model could not be sent (a lone surrogate)."""
+    for index, sample in enumerate(samples):
+        texts: list[tuple[str, str]] = [("id", sample.id)]
+        for column in Column:
+            value = sample.get(column)
+            if isinstance(value, str):
+                texts.append((column.value, value))
+            elif value is not None:
+                texts += [(f"{column.value}[{i}]", item) for i, item in enumerate(value)]
+        for where, text in texts:
+            position = lone_surrogate(text)
+            if position is not None:
+                raise DataError(
+                    f"Sample {_sample_ref(index, sample)}, column {where!r}: the text holds a lone "
+                    f"surrogate ({text[position]!a}) at character {position}. {SURROGATE_FIX}"
+                )
+
+
+def _warn_long_contexts(samples: Sequence[Sample]) -> None:
+    lengths = [
+        len(context)
+        for sample in samples
+        for column in (Column.RETRIEVED_CONTEXTS, Column.REFERENCE_CONTEXTS)
+        for context in sample.get(column) or ()
+        if len(context) > LONG_CONTEXT_CHARS
+    ]
+    if lengths:
+        logger.warning(
+            "%d context(s) are longer than %s characters (the longest has %s); they are sent whole. A "
+            "judge with a smaller context window truncates or fails them: cut them first (jobs: "
+            "metric_params.truncate_long_documents).",
+            len(lengths),
+            f"{LONG_CONTEXT_CHARS:,}",
+            f"{max(lengths):,}",
+        )
 
 
 def _find_gaps(samples: Sequence[Sample], column: Column) -> tuple[list[int], list[int]]:

@@ -16,12 +16,10 @@ import json
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ascend_eval.experiments.results import ExperimentResult, PointResult, format_mean
 from ascend_eval.models.errors import MissingDependencyError
-
-if TYPE_CHECKING:
-    from ascend_eval.experiments.sweep import ExperimentResult, PointResult
 
 _X_PREFERENCE = ("top_k", "metric_params.top_k", "chunk_size", "retriever_pipeline.chunk_size")
 
@@ -235,7 +233,7 @@ def render_markdown(result: ExperimentResult) -> str:
     ]
     for point in result.points:
         values = [str(point.params[p]) for p in params]
-        scores = [_fmt(point.mean(m)) if point.status == "completed" else "failed" for m in metrics]
+        scores = [format_mean(point.mean(m)) if point.status == "completed" else "failed" for m in metrics]
         lines.append("| " + " | ".join([*values, *scores, f"{point.seconds:.1f}"]) + " |")
     lines.append("")
     for metric in metrics:
@@ -246,10 +244,6 @@ def render_markdown(result: ExperimentResult) -> str:
         if point.status != "completed":
             lines.append(f"- point {point.label} failed: {point.error}")
     return "\n".join(lines) + "\n"
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
 
 
 def write_report(result: ExperimentResult) -> dict[str, Path]:

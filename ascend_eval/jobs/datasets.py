@@ -1,9 +1,9 @@
 """A job's dataset: a built-in name, inline rows, a local file or a file in a Hugging Face repository,
-read into rows with our canonical column names (and the documents to retrieve from, when given)."""
+read once into a `Dataset` of `Sample`s (and the documents to retrieve from, when given). The samples
+stay samples from here on: through truncation, the RAG pipeline and the evaluation."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -11,25 +11,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ascend_eval.data import Column, Dataset, load_dataset
+from ascend_eval.data import Dataset, load_dataset
+from ascend_eval.data.corpus import check_corpus, read_corpus
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import DatasetSpec, HuggingFaceStorage
 from ascend_eval.models.errors import DataError, MissingDependencyError
+from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT, truncate_by_chars
 
 logger = logging.getLogger("ascend_eval.jobs")
-
-MAX_DOCUMENT_CHARS = 65_000
-"""NeMo's limit for `truncate_long_documents`."""
 
 _FILE_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet")
 
 
 @dataclass
 class JobData:
-    rows: list[dict[str, Any]]
-    """One dict per sample with our column names (user_input, response, retrieved_contexts, reference)."""
-    corpus: list[dict[str, Any]] | None
+    dataset: Dataset
+    """The samples, as `load_dataset` read them."""
+    corpus: list[dict[str, str]] | None
+    """Checked documents `{"id", "title", "text"}` (`check_corpus`), or None."""
     source: str
+    """Where the data came from, for log lines: the name, path or "inline rows"."""
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The samples as row dicts with our column names (`Sample.to_row`), e.g. for inline rows."""
+        return [sample.to_row() for sample in self.dataset]
 
 
 def load_job_data(dataset: str | DatasetSpec, secrets: SecretStore) -> JobData:
@@ -41,28 +46,27 @@ def load_job_data(dataset: str | DatasetSpec, secrets: SecretStore) -> JobData:
     """
     if isinstance(dataset, str):
         source, corpus = _named(dataset)
-        return JobData(_canonical_rows(load_dataset(source)), corpus, str(dataset))
+        return JobData(load_dataset(source), corpus, str(dataset))
     if dataset.rows is not None:
-        return JobData(
-            _canonical_rows(load_dataset(inline_rows(dataset.rows))), _corpus(dataset), "inline rows"
-        )
+        return JobData(load_dataset(inline_rows(dataset.rows)), _corpus(dataset), "inline rows")
     assert dataset.path is not None
     if dataset.storage is not None:
         path = fetch_hf_file(dataset.storage, dataset.path, secrets)
         where = f"{dataset.storage.repo_id}/{dataset.path} (Hugging Face {dataset.storage.repo_type})"
     else:
         path, where = Path(dataset.path).expanduser(), dataset.path
-    return JobData(_canonical_rows(load_dataset(path)), _corpus(dataset), where)
+    return JobData(load_dataset(path), _corpus(dataset), where)
 
 
-def _named(name: str) -> tuple[Path, list[dict[str, Any]] | None]:
+def _named(name: str) -> tuple[Path, list[dict[str, str]] | None]:
     from ascend_eval import examples
 
     builtin = examples.builtin_dataset(name)
     if builtin is not None:
         # builtin_corpus arrives with the built-in RAG corpora; older datasets have none.
         corpus_of = getattr(examples, "builtin_corpus", None)
-        return builtin, corpus_of(name) if corpus_of is not None else None
+        documents = corpus_of(name) if corpus_of is not None else None
+        return builtin, None if documents is None else check_corpus(documents, f"corpus of {name!r}")
     path = Path(name).expanduser()
     if path.is_file():
         return path, None
@@ -102,80 +106,30 @@ def inline_rows(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _canonical_rows(dataset: Dataset) -> list[dict[str, Any]]:
-    rows = []
-    for sample in dataset:
-        row: dict[str, Any] = {"id": sample.id, **sample.metadata}
-        for column in Column:
-            value = sample.get(column)
-            if value is not None:
-                row[column.value] = list(value) if column.is_list else value
-        rows.append(row)
-    return rows
-
-
-def _corpus(dataset: DatasetSpec) -> list[dict[str, Any]] | None:
+def _corpus(dataset: DatasetSpec) -> list[dict[str, str]] | None:
     if dataset.corpus is None:
         return None
     if isinstance(dataset.corpus, list):
-        return check_documents(dataset.corpus, "dataset.corpus")
+        return check_corpus(dataset.corpus, "dataset.corpus")
     return read_corpus(Path(dataset.corpus).expanduser())
 
 
-def read_corpus(path: Path) -> list[dict[str, Any]]:
-    """Documents from a JSON list (or `{"documents": [...]}`) or a JSONL file."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as e:
-        raise DataError(f"Cannot read corpus file '{path}': {e.strerror}. Check dataset.corpus.") from None
-    try:
-        if path.suffix.lower() == ".jsonl":
-            data: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
-        else:
-            data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DataError(f"Corpus file '{path}' is not valid JSON: {e.msg} at line {e.lineno}.") from None
-    if isinstance(data, dict) and isinstance(data.get("documents"), list):
-        data = data["documents"]
-    if not isinstance(data, list):
-        raise DataError(f"Corpus file '{path}' must hold a list of documents or {{\"documents\": [...]}}.")
-    return check_documents(data, f"corpus file '{path}'")
-
-
-def check_documents(items: Sequence[Any], where: str) -> list[dict[str, Any]]:
-    """Documents `{"id", "text", "title"?}`; a missing id becomes the document's position."""
-    documents = []
-    for index, item in enumerate(items):
-        if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
-            raise DataError(
-                f"Document {index} of the {where} needs a 'text' string, e.g. "
-                f'{{"id": "doc-1", "text": "...", "title": "..."}}; got {str(item)[:80]!r}.'
-            )
-        documents.append({"id": str(item.get("id", index)), **{k: v for k, v in item.items() if k != "id"}})
-    return documents
-
-
-def truncate_text(text: str, mode: Literal["start", "end"], limit: int = MAX_DOCUMENT_CHARS) -> str:
-    """`text` cut to `limit` characters: "start" drops the start (keeps the end), "end" drops the end.
-
-    >>> truncate_text("abcdef", "start", 4), truncate_text("abcdef", "end", 4)
-    ('cdef', 'abcd')
-    """
-    if len(text) <= limit:
-        return text
-    return text[-limit:] if mode == "start" else text[:limit]
-
-
-def truncate_contexts(rows: list[dict[str, Any]], mode: Literal["start", "end"]) -> int:
-    """Cut every given context to `MAX_DOCUMENT_CHARS` in place; returns how many were cut."""
+def truncate_contexts(dataset: Dataset, mode: Literal["start", "end"]) -> tuple[Dataset, int]:
+    """Every given context cut to `NIM_CHARACTER_LIMIT` characters (NeMo's `truncate_long_documents`:
+    "start" cuts the start, keeping the end; "end" cuts the end); returns the dataset and how many were
+    cut."""
     cut = 0
-    for row in rows:
-        contexts = row.get(Column.RETRIEVED_CONTEXTS.value)
+    samples = []
+    for sample in dataset:
+        contexts = sample.retrieved_contexts
         if contexts:
-            shortened = [truncate_text(c, mode) for c in contexts]
-            cut += sum(a != b for a, b in zip(contexts, shortened, strict=True))
-            row[Column.RETRIEVED_CONTEXTS.value] = shortened
-    return cut
+            shortened = tuple(truncate_by_chars(c, NIM_CHARACTER_LIMIT, side=mode) for c in contexts)
+            changed = sum(a != b for a, b in zip(contexts, shortened, strict=True))
+            if changed:
+                cut += changed
+                sample = sample.model_copy(update={"retrieved_contexts": shortened})
+        samples.append(sample)
+    return (dataset.with_samples(samples) if cut else dataset), cut
 
 
 def _hub_offline() -> bool:

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.data import Column, load_dataset, validate
+from ascend_eval.data import Column, Dataset, validate
 from ascend_eval.jobs.datasets import load_job_data, truncate_contexts
-from ascend_eval.jobs.runner import round_progress
 from ascend_eval.jobs.runtimes import ModelFactory
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import JobSpec
 from ascend_eval.metrics import resolve_metrics
 from ascend_eval.models.errors import ConfigError
+from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT
 
 logger = logging.getLogger("ascend_eval.jobs")
 
@@ -28,8 +29,30 @@ _PIPELINE_COLUMNS = {Column.RETRIEVED_CONTEXTS, Column.RESPONSE}
 Report = Callable[[dict[str, Any]], None]
 
 
-def _missing(rows: list[dict[str, Any]], column: Column) -> int:
-    return sum(1 for row in rows if not row.get(column.value))
+def _missing(dataset: Dataset, column: Column) -> int:
+    return sum(1 for sample in dataset if not sample.get(column))
+
+
+def round_progress(total_scores: int, report: Report) -> Callable[[Any], None]:
+    """An `on_round` hook that sums the engine's round stats into the job's progress file."""
+    totals = {"rounds": 0, "requests": 0, "unique": 0, "cache_hits": 0, "sent": 0, "failed": 0}
+
+    def on_round(stats: Any) -> None:
+        data = asdict(stats)
+        totals["rounds"] = stats.round
+        for key in ("requests", "unique", "cache_hits", "sent", "failed"):
+            totals[key] += data[key]
+        report(
+            {
+                "stage": "evaluating",
+                "scores_total": total_scores,
+                # plans still waiting when the round began; every other score was done by then
+                "scores_done": total_scores - stats.live_plans,
+                **totals,
+            }
+        )
+
+    return on_round
 
 
 def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Report) -> Any:
@@ -45,22 +68,26 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
 
     report({"stage": "loading data"})
     data = load_job_data(spec.dataset, secrets)
-    rows = data.rows
+    dataset = data.dataset
     names = spec.metric_names()
     metrics = resolve_metrics(names)
     params = spec.metric_params
-    if params.truncate_long_documents and (cut := truncate_contexts(rows, params.truncate_long_documents)):
-        logger.info(
-            "cut %d contexts to 65,000 characters (truncate_long_documents=%s)",
-            cut,
-            params.truncate_long_documents,
-        )
+    if params.truncate_long_documents:
+        dataset, cut = truncate_contexts(dataset, params.truncate_long_documents)
+        if cut:
+            logger.info(
+                "cut %d contexts to %s characters (truncate_long_documents=%s)",
+                cut,
+                f"{NIM_CHARACTER_LIMIT:,}",
+                params.truncate_long_documents,
+            )
 
     needed = set().union(*(m.required for m in metrics))
-    # Columns only the data can give are checked now; the pipeline's columns after it ran.
-    validate(load_dataset(rows), {m.name: m.required - _PIPELINE_COLUMNS for m in metrics})
-    fill = {c for c in needed & _PIPELINE_COLUMNS if _missing(rows, c)}
-    logger.info("dataset %s: %d samples; metrics %s", data.source, len(rows), [m.name for m in metrics])
+    # Columns only the data can give are checked now; the pipeline's columns after it ran. evaluate()
+    # checks again, and warns about long contexts then, once, when they are all there.
+    validate(dataset, {m.name: m.required - _PIPELINE_COLUMNS for m in metrics}, warn_long_contexts=False)
+    fill = {c for c in needed & _PIPELINE_COLUMNS if _missing(dataset, c)}
+    logger.info("dataset %s: %d samples; metrics %s", data.source, len(dataset), [m.name for m in metrics])
 
     models = ModelFactory(secrets)
     try:
@@ -68,11 +95,11 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
         judge = models.judge(params.judge_llm) if params.judge_llm else None
         embedder = models.embedder(params.judge_embeddings.model) if params.judge_embeddings else None
         if fill:
-            rows = _run_pipeline(spec, rows, data.corpus, models, cache_dir, report)
-        total = len(rows) * len(metrics)
+            dataset = _run_pipeline(spec, dataset, data.corpus, models, cache_dir, report)
+        total = len(dataset) * len(metrics)
         report({"stage": "evaluating", "scores_total": total, "scores_done": 0})
         result = evaluate(
-            rows,
+            dataset,
             names,
             judge=judge,
             embedder=embedder,
@@ -88,15 +115,15 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
 
 def _run_pipeline(
     spec: JobSpec,
-    rows: list[dict[str, Any]],
-    corpus: list[dict[str, Any]] | None,
+    dataset: Dataset,
+    corpus: list[dict[str, str]] | None,
     models: ModelFactory,
     cache_dir: Path,
     report: Report,
-) -> list[dict[str, Any]]:
+) -> Dataset:
     """Retrieve contexts and generate answers where the data has none (the RAG pipeline)."""
-    no_contexts = _missing(rows, Column.RETRIEVED_CONTEXTS)
-    no_answers = _missing(rows, Column.RESPONSE)
+    no_contexts = _missing(dataset, Column.RETRIEVED_CONTEXTS)
+    no_answers = _missing(dataset, Column.RESPONSE)
     retriever = spec.retriever_pipeline
     if no_contexts and retriever is None:
         raise ConfigError(
@@ -110,7 +137,7 @@ def _run_pipeline(
             "model), or give `answer` in the data."
         )
     try:
-        from ascend_eval.pipeline import PipelineConfig, build_rag_rows
+        from ascend_eval.pipeline import PipelineConfig, build_rag_samples
     except ModuleNotFoundError as e:
         if e.name != "ascend_eval.pipeline":
             raise
@@ -146,8 +173,8 @@ def _run_pipeline(
         config,
     )
     with RequestCache(cache_dir / CACHE_FILE) as cache:
-        return build_rag_rows(
-            rows,
+        samples = build_rag_samples(
+            dataset,
             corpus=corpus,
             config=config,
             embedder=models.embedder(retriever.embedding_model) if retriever else None,
@@ -158,3 +185,4 @@ def _run_pipeline(
             cache=cache,
             progress=progress,
         )
+    return dataset.with_samples(samples)

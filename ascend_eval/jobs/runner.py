@@ -27,8 +27,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,8 @@ logger = logging.getLogger("ascend_eval.jobs")
 
 STATES = ("pending", "running", "completed", "failed", "cancelled")
 FINISHED = frozenset({"completed", "failed", "cancelled"})
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+# fullmatch, not match: Python's `$` also matches before a final newline, so "job\n" would pass.
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 RESULTS_FILE = "job_results.json"
 
 
@@ -68,7 +68,7 @@ def _alive(pid: int) -> bool:
 
 
 def _check_id(job_id: str) -> str:
-    if not _ID.match(job_id):
+    if not isinstance(job_id, str) or not _ID.fullmatch(job_id):
         raise ConfigError(
             f"Job id {job_id!r} is not valid: use letters, digits, '.', '_' and '-' (at most 100 characters)."
         )
@@ -408,25 +408,3 @@ class Jobs:
             return []
         jobs = [Job(d, secrets=self.secrets) for d in self.root.iterdir() if (d / "status.json").is_file()]
         return sorted(jobs, key=lambda j: (j.info().get("created", ""), j.id))
-
-
-def round_progress(total_scores: int, report: Callable[[dict[str, Any]], None]) -> Callable[[Any], None]:
-    """An `on_round` hook that sums the engine's round stats into the job's progress file."""
-    totals = {"rounds": 0, "requests": 0, "unique": 0, "cache_hits": 0, "sent": 0, "failed": 0}
-
-    def on_round(stats: Any) -> None:
-        data = asdict(stats)
-        totals["rounds"] = stats.round
-        for key in ("requests", "unique", "cache_hits", "sent", "failed"):
-            totals[key] += data[key]
-        report(
-            {
-                "stage": "evaluating",
-                "scores_total": total_scores,
-                # plans still waiting when the round began; every other score was done by then
-                "scores_done": total_scores - stats.live_plans,
-                **totals,
-            }
-        )
-
-    return on_round

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from ascend_eval.jobs.spec import SECRET_NAME_PATTERN
+from ascend_eval.models.checks import private_file
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.weights.paths import cache_root
 
 ENV_PREFIX = "ASCEND_EVAL_SECRET_"
+# fullmatch, not match: Python's `$` also matches before a final newline, so "key\n" would pass (the
+# spec's pydantic check, a Rust regex, already refuses it).
 _NAME = re.compile(SECRET_NAME_PATTERN)
 
 
@@ -37,7 +39,7 @@ def secret_env_var(name: str) -> str:
 
 
 def check_secret_name(name: str) -> str:
-    if not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ConfigError(
             f"Secret name {name!r} is not valid: use letters, digits, '.', '_' and '-' (at most 128 "
             "characters, starting with a letter or digit), e.g. 'judge-api-key'."
@@ -67,21 +69,12 @@ class SecretRef:
             value = os.environ.get(self.env_var, "")
         else:
             assert self.file is not None
-            _check_private(self.file)
+            private_file(self.file, "Secret file")
             value = self.file.read_text(encoding="utf-8")
         value = value.strip()
         if not value:
             raise ConfigError(f"Secret {self.name!r} ({self.source}) is empty. Set it again.")
         return value
-
-
-def _check_private(path: Path) -> None:
-    mode = path.stat().st_mode
-    if os.name == "posix" and mode & 0o077:
-        raise ConfigError(
-            f"Secret file {path} is accessible by group or others (mode {stat.S_IMODE(mode):04o}). "
-            f"Run: chmod 600 {path}"
-        )
 
 
 class SecretStore:
@@ -113,7 +106,7 @@ class SecretStore:
             return SecretRef(name, env_var=env_var)
         path = self.directory / name
         if path.is_file():
-            _check_private(path)
+            private_file(path, "Secret file")
             return SecretRef(name, file=path)
         raise ConfigError(
             f"Secret {name!r} is not set. Run `ascend-eval secrets set {name}` (it asks for the value), "
@@ -155,7 +148,7 @@ class SecretStore:
             out += [
                 (p.name, "file")
                 for p in sorted(self.directory.iterdir())
-                if p.is_file() and _NAME.match(p.name)
+                if p.is_file() and _NAME.fullmatch(p.name)
             ]
         out += [(var, "environment") for var in sorted(os.environ) if var.startswith(ENV_PREFIX)]
         return out

@@ -22,7 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.data.cells import SURROGATE_FIX, lone_surrogate
+from ascend_eval.models.errors import ConfigError, DataError
 
 SECRET_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
@@ -145,8 +146,9 @@ class MetricParams(_Strict):
     dataset_format: Literal["ragas"] = "ragas"
     top_k: int = Field(default=10, ge=1)
     truncate_long_documents: Literal["start", "end"] | None = None
-    """Cut documents and contexts longer than 65,000 characters: "start" drops the start (keeps the last
-    65k characters), "end" drops the end (keeps the first 65k), as NeMo defines it."""
+    """Cut documents and contexts longer than 65,535 characters (`text.truncate.NIM_CHARACTER_LIMIT`, the
+    NIMs' input limit): "start" drops the start (keeps the last 65,535 characters), "end" drops the end
+    (keeps the first 65,535), as NeMo defines it."""
     judge_llm: JudgeLLM | None = None
     judge_embeddings: JudgeEmbeddings | None = None
 
@@ -281,10 +283,37 @@ def load_spec(source: str | Path | Mapping[str, Any] | JobSpec) -> JobSpec:
             raise ConfigError(f"Cannot read job spec {where!r}: {e.strerror}. Check the path.") from None
         data = _parse_text(text, path)
         data = _absolute_paths(data, path.parent)
+    _check_text(data, where)
     try:
         return JobSpec.model_validate(data)
     except ValidationError as e:
         raise spec_error(e, where) from None
+
+
+def _check_text(data: Mapping[str, Any], where: str) -> None:
+    """Refuse a lone surrogate anywhere in the spec (inline rows included), naming where it is: the
+    spec is stored as UTF-8 in the job directory, which such text cannot be written to."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        texts: list[tuple[str, str]] = []
+        if isinstance(value, str):
+            texts.append((path, value))
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                child = f"{path}.{key}" if path else str(key)
+                texts.append((child, str(key)))
+                stack.append((child, item))
+        elif isinstance(value, list | tuple):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+        for at, text in texts:
+            position = lone_surrogate(text)
+            if position is not None:
+                error = DataError if at.startswith("dataset") else ConfigError
+                raise error(
+                    f"Invalid job spec ({where}): {at!a} holds a lone surrogate ({text[position]!a}) at "
+                    f"character {position}. {SURROGATE_FIX}"
+                )
 
 
 def _parse_text(text: str, path: Path) -> dict[str, Any]:
@@ -294,6 +323,10 @@ def _parse_text(text: str, path: Path) -> dict[str, Any]:
         except json.JSONDecodeError as e:
             raise ConfigError(
                 f"Job spec {str(path)!r} is not valid JSON: {e.msg} at line {e.lineno}."
+            ) from None
+        except (RecursionError, ValueError) as e:  # nested thousands deep; an integer of 4300+ digits
+            raise ConfigError(
+                f"Job spec {str(path)!r} cannot be read as JSON: {type(e).__name__}: {e}"
             ) from None
     else:
         import yaml

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from ascend_eval.metrics.answer_correctness import AnswerCorrectness
 from ascend_eval.metrics.answer_relevancy import AnswerRelevancy
@@ -86,6 +87,30 @@ def canonical_name(name: str) -> str:
     raise ConfigError(f"Unknown metric {name!r}.{hint} Available: {metric_names()}.")
 
 
+def _not_a_metric(value: Any) -> str:
+    """Why `value` cannot be a `metrics=` entry, and what to pass instead."""
+    try:
+        what = f"{type(value).__name__} ({repr(value)[:60]})"
+    except Exception:  # a huge int, a broken __repr__: the type says enough
+        what = type(value).__name__
+    if type(value).__module__.split(".")[0] == "ragas":
+        # ragas metric objects carry their result name; say which of our names computes it.
+        name = getattr(value, "name", None)
+        try:
+            ours = canonical_name(name) if isinstance(name, str) else None
+        except ConfigError:
+            ours = None
+        instead = f"metrics=[{ours!r}]" if ours else f"one of {metric_names()}"
+        return (
+            f"metrics= holds a RAGAS metric object, {type(value).__name__}; ascend-eval computes the "
+            f"metrics itself, so pass the name instead: {instead} (or an ascend_eval.metrics instance)."
+        )
+    return (
+        f"metrics= holds {what}, which is not a metric; pass metric names (e.g. 'faithfulness' or "
+        f"'system/rag-faithfulness') or ascend_eval.metrics instances. Available: {metric_names()}."
+    )
+
+
 def resolve_metrics(metrics: Iterable[str | Metric] | str | Metric | None) -> list[Metric]:
     """Metric instances for names, aliases or instances (default: every available metric), in order,
     without duplicates (two names for one metric are one metric)."""
@@ -93,10 +118,14 @@ def resolve_metrics(metrics: Iterable[str | Metric] | str | Metric | None) -> li
         metrics = metric_names()
     if isinstance(metrics, str | Metric):
         metrics = [metrics]
+    if not isinstance(metrics, Iterable) or isinstance(metrics, bytes):
+        raise ConfigError(_not_a_metric(metrics))
     resolved: dict[str, Metric] = {}
     for m in metrics:
         if isinstance(m, Metric):
             metric = m
+        elif not isinstance(m, str):
+            raise ConfigError(_not_a_metric(m))
         else:
             key = canonical_name(m)
             mode = _MODE.match(key)  # RAGAS's result name carries the mode: noise_sensitivity(mode=...)

@@ -1,4 +1,5 @@
-"""`build_rag_rows`: fill in the contexts and answers a dataset lacks, as a RAG system would have.
+"""`build_rag_samples` (and `build_rag_rows` for row dicts): fill in the contexts and answers a dataset
+lacks, as a RAG system would have.
 
 chunk the corpus -> embed chunks and questions (batched, cached) -> retrieve the top chunks by cosine
 similarity -> rerank them with a cross-encoder if one is given -> generate each answer with the RAG model
@@ -10,12 +11,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from ascend_eval.data import Sample
+from ascend_eval.data.corpus import check_corpus
 from ascend_eval.engine import Backends, Engine, RequestCache
 from ascend_eval.models.base import Embedder, GenerationParams, Judge, Reranker
 from ascend_eval.models.errors import ConfigError, DataError
-from ascend_eval.pipeline.chunking import Chunk, OffsetTokenizer, check_corpus, chunk_corpus, load_tokenizer
+from ascend_eval.pipeline.chunking import Chunk, OffsetTokenizer, chunk_corpus, load_tokenizer
 from ascend_eval.pipeline.config import PipelineConfig
 from ascend_eval.pipeline.generation import generate_answers
 from ascend_eval.pipeline.retrieval import EmbeddingMemo, embed_texts, rerank
@@ -54,8 +58,9 @@ def _row_name(row: Mapping[str, Any], index: int) -> str:
     return f"row {index}" + (f" (id {row['id']!r})" if row.get("id") is not None else "")
 
 
-def _check_rows(
-    rows: Sequence[dict[str, Any]],
+def _check_inputs(
+    questions: Sequence[Any],
+    name: Callable[[int], str],
     need_contexts: list[int],
     need_answers: list[int],
     *,
@@ -65,14 +70,14 @@ def _check_rows(
 ) -> None:
     """Raise DataError for the first row the pipeline cannot complete, naming the missing piece."""
     for i in sorted(set(need_contexts) | set(need_answers)):
-        question = _value(rows[i], _QUESTION)
+        question = questions[i]
         if not isinstance(question, str) or not question.strip():
             raise DataError(
-                f"{_row_name(rows[i], i)} has no question ('user_input' or 'question'), so the RAG pipeline "
+                f"{name(i)} has no question ('user_input' or 'question'), so the RAG pipeline "
                 "cannot retrieve contexts or generate an answer for it. Add the question or drop the row."
             )
     if need_contexts:
-        first = _row_name(rows[need_contexts[0]], need_contexts[0])
+        first = name(need_contexts[0])
         if corpus is None:
             raise DataError(
                 f"{first} has no 'retrieved_contexts' and no corpus was given to retrieve them from "
@@ -86,7 +91,7 @@ def _check_rows(
                 "them. Set retriever_pipeline.embedding_model or give every row its contexts."
             )
     if need_answers and generator is None:
-        first = _row_name(rows[need_answers[0]], need_answers[0])
+        first = name(need_answers[0])
         raise DataError(
             f"{first} has no 'response' and no RAG model is configured to generate one "
             f"({len(need_answers)} rows lack answers). Set `model` (the RAG model) or give every row "
@@ -148,55 +153,42 @@ def _retrieve(
     return [[chunks[j] for j in row] for row in picked]
 
 
-def build_rag_rows(
-    rows: Sequence[Mapping[str, Any]],
+@dataclass
+class _Filled:
+    """What the pipeline built, by input position."""
+
+    contexts: dict[int, tuple[list[str], list[str]]] = field(default_factory=dict)
+    """Retrieved chunk texts and their ids (`doc_id#chunk_index`)."""
+    answers: dict[int, str] = field(default_factory=dict)
+
+
+def _fill(
+    questions: Sequence[Any],
+    given_contexts: Sequence[Any],
+    given_answers: Sequence[Any],
+    name: Callable[[int], str],
     *,
     corpus: Sequence[Mapping[str, Any]] | None,
     config: PipelineConfig,
     embedder: Embedder | None,
     generator: Judge | None,
-    reranker: Reranker | None = None,
-    cache: RequestCache | None = None,
-    progress: Progress | None = None,
-    tokenizer: Any = None,
-    memo: EmbeddingMemo | None = None,
-) -> list[dict[str, Any]]:
-    """Fill `retrieved_contexts` and `response` where rows lack them; keep every other field.
-
-    Args:
-        rows: rows with `user_input` (or `question`) and optionally `reference`, `retrieved_contexts`
-            (`contexts`) and `response` (`answer`). None or NaN counts as missing.
-        corpus: documents `{"id", "text", "title" (optional)}` to retrieve from; needed if any row lacks
-            contexts.
-        config: chunking, retrieval and generation settings.
-        embedder: embeds chunks (kind "document") and questions (kind "query"); needed with `corpus`.
-        generator: the RAG model; answers through `Judge.generate`. Needed if any row lacks an answer.
-        reranker: reorders the `config.candidates` best chunks before `top_k` are kept.
-        cache: the request cache; embeddings, reranker scores and answers are stored there, so identical
-            requests (same chunk, same prompt) are answered once across runs and experiment points.
-        progress: called with (stage, done, total) as stages start and finish: "chunk", "embed",
-            "rerank", "generate".
-        tokenizer: for chunk_unit="tokens": a fast tokenizer or a local tokenizer directory; default the
-            local embedder's own tokenizer.
-        memo: in-process embedding memo; default the process-wide one.
-
-    Returns:
-        New row dicts in input order. Rows given contexts keep them (and generation uses them); retrieved
-        contexts come with `retrieved_context_ids` (`doc_id#chunk_index`).
-
-    Raises:
-        DataError: a row that needs the pipeline has no question, or the corpus, embedder or RAG model it
-            needs is missing (before any model loads), or the corpus is malformed.
-        ConfigError: chunk_unit="tokens" without a tokenizer.
-        BackendError: a model call failed (answered requests stay cached; run again to resume).
-    """
-    out = [dict(row) for row in rows]
-    need_contexts = [i for i, row in enumerate(out) if _value(row, _CONTEXTS) is None]
-    need_answers = [i for i, row in enumerate(out) if _value(row, _RESPONSE) is None]
+    reranker: Reranker | None,
+    cache: RequestCache | None,
+    progress: Progress | None,
+    tokenizer: Any,
+    memo: EmbeddingMemo | None,
+) -> _Filled:
+    """Retrieve contexts where `given_contexts[i]` is None and generate answers where `given_answers[i]`
+    is None; the shared work of `build_rag_samples` and `build_rag_rows`."""
+    filled = _Filled()
+    need_contexts = [i for i, contexts in enumerate(given_contexts) if contexts is None]
+    need_answers = [i for i, answer in enumerate(given_answers) if answer is None]
     if not need_contexts and not need_answers:
-        return out
-    _check_rows(out, need_contexts, need_answers, corpus=corpus, embedder=embedder, generator=generator)
-    documents = check_corpus(corpus) if need_contexts else []  # type: ignore[arg-type]
+        return filled
+    _check_inputs(
+        questions, name, need_contexts, need_answers, corpus=corpus, embedder=embedder, generator=generator
+    )
+    documents = check_corpus(corpus) if need_contexts else []
     engine = Engine(
         Backends(judge=generator, embedder=embedder, reranker=reranker),
         cache if cache is not None else RequestCache(None),
@@ -218,21 +210,149 @@ def build_rag_rows(
             max_document_chars=config.max_document_chars,
         )
         _report(progress, "chunk", len(documents), len(documents))
-        questions = [_value(out[i], _QUESTION) for i in need_contexts]
+        asked = [questions[i] for i in need_contexts]
         for i, found in zip(
-            need_contexts, _retrieve(engine, questions, chunks, config, memo, progress), strict=True
+            need_contexts, _retrieve(engine, asked, chunks, config, memo, progress), strict=True
         ):
-            out[i]["retrieved_contexts"] = [c.text for c in found]
-            out[i][CONTEXT_IDS] = [f"{c.doc_id}#{c.index}" for c in found]
+            filled.contexts[i] = ([c.text for c in found], [f"{c.doc_id}#{c.index}" for c in found])
     if need_answers:
-        questions = [_value(out[i], _QUESTION) for i in need_answers]
-        contexts = [_as_list(_value(out[i], _CONTEXTS)) for i in need_answers]
+        asked = [questions[i] for i in need_answers]
+        contexts = [
+            filled.contexts[i][0] if i in filled.contexts else _as_list(given_contexts[i])
+            for i in need_answers
+        ]
         params = GenerationParams(max_tokens=config.answer_max_tokens, temperature=config.answer_temperature)
         _report(progress, "generate", 0, len(need_answers))
-        answers = generate_answers(
-            engine, questions, contexts, _languages(questions, config.language), params
-        )
-        for i, answer in zip(need_answers, answers, strict=True):
-            out[i]["response"] = answer
+        answers = generate_answers(engine, asked, contexts, _languages(asked, config.language), params)
+        filled.answers = dict(zip(need_answers, answers, strict=True))
         _report(progress, "generate", len(need_answers), len(need_answers))
+    return filled
+
+
+def _sample_name(samples: Sequence[Sample], index: int) -> str:
+    sample_id = samples[index].id
+    return f"Sample {index}" + ("" if sample_id in ("", str(index)) else f" (id {sample_id!r})")
+
+
+def build_rag_samples(
+    samples: Sequence[Sample],
+    *,
+    corpus: Sequence[Mapping[str, Any]] | None,
+    config: PipelineConfig,
+    embedder: Embedder | None,
+    generator: Judge | None,
+    reranker: Reranker | None = None,
+    cache: RequestCache | None = None,
+    progress: Progress | None = None,
+    tokenizer: Any = None,
+    memo: EmbeddingMemo | None = None,
+) -> list[Sample]:
+    """Fill `retrieved_contexts` and `response` where samples lack them (None); keep everything else.
+
+    Args:
+        samples: loaded samples (`load_dataset`); each that lacks contexts or an answer needs its
+            `user_input`.
+        corpus: documents `{"id", "text", "title" (optional)}` to retrieve from; needed if any sample
+            lacks contexts.
+        config: chunking, retrieval and generation settings.
+        embedder: embeds chunks (kind "document") and questions (kind "query"); needed with `corpus`.
+        generator: the RAG model; answers through `Judge.generate`. Needed if any sample lacks an answer.
+        reranker: reorders the `config.candidates` best chunks before `top_k` are kept.
+        cache: the request cache; embeddings, reranker scores and answers are stored there, so identical
+            requests (same chunk, same prompt) are answered once across runs and experiment points.
+        progress: called with (stage, done, total) as stages start and finish: "chunk", "embed",
+            "rerank", "generate".
+        tokenizer: for chunk_unit="tokens": a fast tokenizer or a local tokenizer directory; default the
+            local embedder's own tokenizer.
+        memo: in-process embedding memo; default the process-wide one.
+
+    Returns:
+        The samples in input order: complete ones are the same objects, the others new samples with the
+        built columns. Given contexts are kept (and generation uses them); retrieved contexts come with
+        the metadata `retrieved_context_ids` (`doc_id#chunk_index` of each).
+
+    Raises:
+        DataError: a sample that needs the pipeline has no question, or the corpus, embedder or RAG model
+            it needs is missing (before any model loads), or the corpus is malformed.
+        ConfigError: chunk_unit="tokens" without a tokenizer.
+        BackendError: a model call failed (answered requests stay cached; run again to resume).
+    """
+    filled = _fill(
+        [s.user_input for s in samples],
+        [s.retrieved_contexts for s in samples],
+        [s.response for s in samples],
+        lambda i: _sample_name(samples, i),
+        corpus=corpus,
+        config=config,
+        embedder=embedder,
+        generator=generator,
+        reranker=reranker,
+        cache=cache,
+        progress=progress,
+        tokenizer=tokenizer,
+        memo=memo,
+    )
+    out = list(samples)
+    for i in sorted(filled.contexts.keys() | filled.answers.keys()):
+        fields = out[i].model_dump()
+        if i in filled.contexts:
+            texts, ids = filled.contexts[i]
+            fields["retrieved_contexts"] = texts
+            fields["metadata"] = {**fields["metadata"], CONTEXT_IDS: ids}
+        if i in filled.answers:
+            fields["response"] = filled.answers[i]
+        out[i] = Sample.model_validate(fields)
+    return out
+
+
+def build_rag_rows(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    corpus: Sequence[Mapping[str, Any]] | None,
+    config: PipelineConfig,
+    embedder: Embedder | None,
+    generator: Judge | None,
+    reranker: Reranker | None = None,
+    cache: RequestCache | None = None,
+    progress: Progress | None = None,
+    tokenizer: Any = None,
+    memo: EmbeddingMemo | None = None,
+) -> list[dict[str, Any]]:
+    """`build_rag_samples` for row dicts: fill `retrieved_contexts` and `response` where rows lack
+    them; keep every other field.
+
+    Args:
+        rows: rows with `user_input` (or `question`) and optionally `reference`, `retrieved_contexts`
+            (`contexts`) and `response` (`answer`). None or NaN counts as missing.
+        corpus, config, embedder, generator, reranker, cache, progress, tokenizer, memo: see
+            `build_rag_samples`.
+
+    Returns:
+        New row dicts in input order. Rows given contexts keep them (and generation uses them); retrieved
+        contexts come with `retrieved_context_ids` (`doc_id#chunk_index`).
+
+    Raises:
+        DataError, ConfigError, BackendError: see `build_rag_samples`.
+    """
+    out = [dict(row) for row in rows]
+    filled = _fill(
+        [_value(row, _QUESTION) for row in out],
+        [_value(row, _CONTEXTS) for row in out],
+        [_value(row, _RESPONSE) for row in out],
+        lambda i: _row_name(out[i], i),
+        corpus=corpus,
+        config=config,
+        embedder=embedder,
+        generator=generator,
+        reranker=reranker,
+        cache=cache,
+        progress=progress,
+        tokenizer=tokenizer,
+        memo=memo,
+    )
+    for i, (texts, ids) in filled.contexts.items():
+        out[i]["retrieved_contexts"] = texts
+        out[i][CONTEXT_IDS] = ids
+    for i, answer in filled.answers.items():
+        out[i]["response"] = answer
     return out

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ascend_eval.models.errors import ConfigError, DataError, MissingDependencyError
+from ascend_eval.data.corpus import check_corpus
+from ascend_eval.models.errors import ConfigError, MissingDependencyError
 from ascend_eval.text.language import cjk_share
 from ascend_eval.text.sentences import split_sentences
-from ascend_eval.text.truncate import truncate_by_chars
+from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT, truncate_by_chars
 
 _WORD = re.compile(r"\S+")
 
@@ -207,33 +208,6 @@ def chunk_text(
     return [text[s:e] for s, e in chunk_spans(text, size=size, overlap=overlap, tokenizer=tokenizer)]
 
 
-def check_corpus(corpus: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """The documents as `{"id", "title", "text"}`, ids defaulting to their position.
-
-    Raises:
-        DataError: the corpus is empty, a document is not a mapping or has no text, or two share an id.
-    """
-    if isinstance(corpus, str | bytes) or not isinstance(corpus, Sequence) or not corpus:
-        raise DataError(
-            "The RAG corpus must be a non-empty list of documents like {'id': 'd1', 'text': '...'}; got "
-            f"{type(corpus).__name__} {str(corpus)[:60]!r}."
-        )
-    documents, seen = [], set()
-    for i, doc in enumerate(corpus):
-        text = doc.get("text") if isinstance(doc, Mapping) else None
-        if not isinstance(text, str) or not text.strip():
-            raise DataError(
-                f"Corpus document {i} ({str(doc)[:60]!r}) has no 'text' string. Every document needs "
-                "{'text': '...'} (with optional 'id' and 'title')."
-            )
-        doc_id = str(doc.get("id", i))
-        if doc_id in seen:
-            raise DataError(f"Corpus documents share the id {doc_id!r}. Give every document its own id.")
-        seen.add(doc_id)
-        documents.append({"id": doc_id, "title": str(doc.get("title") or ""), "text": text})
-    return documents
-
-
 def chunk_corpus(
     corpus: Sequence[Mapping[str, Any]],
     *,
@@ -241,7 +215,7 @@ def chunk_corpus(
     overlap: int,
     tokenizer: OffsetTokenizer | None = None,
     truncate: str | None = None,
-    max_document_chars: int = 65_000,
+    max_document_chars: int = NIM_CHARACTER_LIMIT,
 ) -> list[Chunk]:
     """Chunk every document of a corpus, in corpus order.
 

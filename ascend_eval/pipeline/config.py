@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ascend_eval.models.errors import ConfigError
+from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT
 
 ChunkUnit = Literal["chars", "tokens"]
 _UNITS = ("chars", "tokens")
@@ -36,8 +37,8 @@ class PipelineConfig:
     """NeMo Evaluator's metric_params: documents longer than `max_document_chars` are cut before chunking.
     "end" cuts the end (keeps the first characters), "start" cuts the start (keeps the last); None keeps
     documents whole."""
-    max_document_chars: int = 65_000
-    """The document length `truncate_long_documents` cuts to."""
+    max_document_chars: int = NIM_CHARACTER_LIMIT
+    """The document length `truncate_long_documents` cuts to: the NIMs' 65,535 characters, as NeMo's."""
     answer_max_tokens: int = 256
     """Upper bound on generated answer tokens."""
     answer_temperature: float = 0.0

@@ -13,7 +13,10 @@ Side = Literal["end", "start"]
 _SIDES = ("end", "start")
 
 NIM_CHARACTER_LIMIT = 65_535
-"""The per-document character limit of NVIDIA's embedding NIMs, which NeMo Evaluator truncates to."""
+"""The per-document character limit of NVIDIA's embedding and ranking NIMs: the one length limit of the
+library. NeMo Evaluator's `truncate_long_documents` cuts to it (its SDK's `DOCUMENT_CHARACTER_LIMIT`,
+65535; the documentation rounds it to "65k"); jobs cut given contexts, and the RAG pipeline corpus
+documents, to it."""
 
 _REPLACEMENT = "\ufffd"
 

@@ -190,3 +190,29 @@ def test_dataset_slice_keeps_columns_and_source() -> None:
 def test_dataset_rejects_items_that_are_not_samples() -> None:
     with pytest.raises(DataError, match="Dataset item 1 is a dict, not a Sample"):
         Dataset([Sample(), {"question": "q"}])  # type: ignore[list-item]
+
+
+def test_to_row_reads_back_to_an_equal_sample() -> None:
+    from ascend_eval.data import load_dataset
+
+    sample = Sample(id="q1", question="q", contexts=["a", "b"], answer="x", metadata={"tags": ["t"], "n": 1})
+    row = sample.to_row()
+    assert row == {
+        "id": "q1", "tags": ["t"], "n": 1, "user_input": "q", "response": "x",
+        "retrieved_contexts": ["a", "b"],
+    }  # fmt: skip
+    row["tags"].append("changed")  # a copy: the frozen sample keeps its metadata
+    assert sample.metadata["tags"] == ["t"]
+    assert load_dataset([sample.to_row()])[0] == sample
+
+
+def test_with_samples_keeps_the_source_and_adds_gained_columns() -> None:
+    ds = Dataset([Sample(id="0", question="q")], columns=["question"], source="file 'x.json'")
+    gained = ds.with_samples([Sample(id="0", question="q", contexts=["c"], metadata={"ids": ["d#0"]})])
+    assert gained.source == "file 'x.json'"
+    assert gained.columns == ("question", "retrieved_contexts", "ids")
+    assert gained.column_roles == {
+        "question": "user_input",
+        "retrieved_contexts": "retrieved_contexts",
+        "ids": "metadata",
+    }

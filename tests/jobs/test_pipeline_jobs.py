@@ -72,3 +72,29 @@ def test_a_built_in_rag_dataset_runs_with_its_corpus(jobs, judge_server):
     job = jobs.create(spec).run()
     rows = job.results()["rows"]
     assert len(rows) == 12 and all(r["retrieved_contexts"] and r["response"] for r in rows)
+
+
+def test_the_data_is_parsed_once_and_stays_samples(jobs, judge_server, monkeypatch):
+    import ascend_eval.data.loaders as loaders
+
+    parsed = []
+    make_sample = loaders.make_sample
+
+    def counting(index, row, roles):
+        parsed.append(index)
+        return make_sample(index, row, roles)
+
+    monkeypatch.setattr(loaders, "make_sample", counting)
+    rows = [
+        {
+            "question": ["What is the capital of France?", "Who wrote Romeo and Juliet?", "Tea?"],
+            "ground_truth": ["Paris", "Shakespeare", "hills"],
+            "answer": [None, "Shakespeare wrote it.", None],
+        }
+    ]
+    spec = _pipeline_spec(judge_server, rows=rows, corpus=CORPUS)
+    spec["metric_params"]["truncate_long_documents"] = "end"
+    results = jobs.create(spec).run().results()
+    assert parsed == [0, 1, 2]  # one parse per sample: no round trip through dicts anywhere
+    assert [r["response"] for r in results["rows"]][1] == "Shakespeare wrote it."
+    assert all(r["retrieved_contexts"] for r in results["rows"])

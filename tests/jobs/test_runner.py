@@ -183,10 +183,10 @@ def test_a_file_dataset_with_long_contexts_is_truncated(jobs, judge_server, tmp_
     spec["metric_params"]["truncate_long_documents"] = "start"
     job = jobs.create(spec).run()
     [row] = job.results()["rows"]
-    assert len(row["retrieved_contexts"][0]) == 65_000
+    assert len(row["retrieved_contexts"][0]) == 65_535
     assert row["faithfulness"] == 1.0  # the end survived, so the claim is still found in the context
     verdict = judge_server.classify_bodies()[0]["messages"][-1]["content"]
-    assert "x" * 65_001 not in verdict
+    assert "x" * 65_536 not in verdict
 
 
 def test_get_list_and_unknown_ids(jobs, judge_server):

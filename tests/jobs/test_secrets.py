@@ -75,3 +75,19 @@ def test_cli_reads_the_value_from_stdin_and_never_prints_it(tmp_path, monkeypatc
     assert main(["secrets", "--secrets-dir", str(folder), "delete", "judge-api-key"]) == 0
     assert main(["secrets", "--secrets-dir", str(folder), "delete", "judge-api-key"]) == 2
     assert not (folder / "judge-api-key").exists()
+
+
+def test_secret_files_and_api_key_files_share_one_check(secrets, tmp_path):
+    from ascend_eval.models.checks import private_file
+    from ascend_eval.models.http import EndpointConfig
+
+    path = secrets.set("judge-api-key", VALUE)
+    os.chmod(path, 0o640)
+    with pytest.raises(ConfigError) as from_store:
+        secrets.resolve("judge-api-key")
+    with pytest.raises(ConfigError) as from_endpoint:
+        EndpointConfig(url="http://127.0.0.1:1", model="m", api_key_file=str(path))
+    with pytest.raises(ConfigError) as direct:
+        private_file(path, "Secret file")
+    assert str(from_store.value) == str(direct.value)
+    assert str(from_endpoint.value) == str(direct.value).replace("Secret file", "api_key_file")

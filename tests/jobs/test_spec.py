@@ -9,7 +9,7 @@ import json
 import pytest
 
 from ascend_eval.jobs import JobSpec, load_spec
-from ascend_eval.jobs.datasets import inline_rows, truncate_text
+from ascend_eval.jobs.datasets import inline_rows, truncate_contexts
 from ascend_eval.jobs.runtimes import ModelFactory
 from ascend_eval.jobs.spec import ModelRef
 from ascend_eval.models.errors import ConfigError, DataError
@@ -212,7 +212,15 @@ def test_nemo_inline_rows_are_columnar_objects():
 
 
 def test_truncate_long_documents_follows_nemo_semantics():
-    text = "a" * 10 + "b" * 65_000
-    assert truncate_text(text, "start") == "b" * 65_000  # "start": the start is cut, the last 65k kept
-    assert truncate_text(text, "end") == "a" * 10 + "b" * 64_990  # "end": the first 65k kept
-    assert truncate_text("short", "end") == "short"
+    from ascend_eval.data import load_dataset
+    from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT
+
+    assert NIM_CHARACTER_LIMIT == 65_535  # NeMo SDK's DOCUMENT_CHARACTER_LIMIT, the NIMs' input limit
+    text = "a" * 10 + "b" * 65_535
+    data = load_dataset([{"contexts": [text, "short"]}, {"question": "no contexts"}])
+    start, cut = truncate_contexts(data, "start")
+    assert cut == 1 and start[0].contexts == ("b" * 65_535, "short")  # "start": the start is cut
+    end, _ = truncate_contexts(data, "end")
+    assert end[0].contexts == ("a" * 10 + "b" * 65_525, "short")  # "end": the first 65,535 kept
+    assert end[1] is data[1] and end.source == data.source
+    assert truncate_contexts(data[1:], "end") == (data[1:], 0)

@@ -318,3 +318,34 @@ def test_token_chunks_come_from_a_lazy_local_embedders_own_tokenizer(generator) 
     assert embedder.loaded and len(row["retrieved_contexts"]) == 1
     assert len(tokenizer(row["retrieved_contexts"][0], add_special_tokens=False)["input_ids"]) <= 32
     embedder.close()
+
+
+def test_samples_in_samples_out_agree_with_rows(generator) -> None:
+    from ascend_eval.data import Sample, load_dataset
+    from ascend_eval.pipeline import build_rag_samples
+
+    rows = [r | {"response": "-"} for r in questions()[:2]] + [
+        {"id": "given", "user_input": "Who?", "retrieved_contexts": ["Ann."], "response": "Ann."},
+        {"id": "ask", "user_input": "Who?", "retrieved_contexts": ["Ann.", "Bob."]},
+    ]
+    config = PipelineConfig(chunk_size=200, chunk_overlap=0, top_k=2)
+    dataset = load_dataset(rows)
+    kwargs = dict(corpus=CORPUS, config=config, embedder=NgramEmbedder(), generator=generator)
+    samples = build_rag_samples(dataset, memo=EmbeddingMemo(), **kwargs)
+    as_rows = build_rag_rows(rows, memo=EmbeddingMemo(), **kwargs)
+    assert all(isinstance(s, Sample) for s in samples)
+    assert samples[2] is dataset[2]  # complete: the very same sample
+    assert samples == list(load_dataset(as_rows))  # the same contexts, ids and answers either way
+    assert samples[0].metadata[CONTEXT_IDS] and CONTEXT_IDS not in samples[3].metadata
+    assert samples[3].response == "Answer to 'Who?' from 2 passages."
+
+
+def test_sample_errors_name_the_sample(generator) -> None:
+    from ascend_eval.data import load_dataset
+    from ascend_eval.pipeline import build_rag_samples
+
+    dataset = load_dataset([{"user_input": "q", "response": "a"}, {"id": "x", "reference": "r"}])
+    with pytest.raises(DataError, match=r"Sample 1 \(id 'x'\) has no question"):
+        build_rag_samples(
+            dataset, corpus=CORPUS, config=PipelineConfig(), embedder=NgramEmbedder(), generator=None
+        )

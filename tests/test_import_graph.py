@@ -1,0 +1,114 @@
+"""The module import graph of ascend_eval, models and kernels has no cycle, and imports flow one way:
+ascend_eval -> models -> kernels.
+
+Every import statement counts: top-level ones, those inside functions (lazy imports) and those under
+`if TYPE_CHECKING:`. A lazy import hides a cycle from Python at import time, not from the reader, and a
+TYPE_CHECKING one is a cycle for type checkers; both mean two modules that belong together or a shared
+piece that belongs elsewhere. models/ and kernels/ install as `ascend_eval.models` and
+`ascend_eval.kernels` (pyproject's package-dir), so that is what their imports are called.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"ascend_eval": "ascend_eval", "models": "ascend_eval.models", "kernels": "ascend_eval.kernels"}
+LOWER = ("ascend_eval.models", "ascend_eval.kernels")
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """Dotted module name -> (file, is a package `__init__`)."""
+    modules: dict[str, tuple[Path, bool]] = {}
+    for folder, prefix in PACKAGES.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            package = parts[-1] == "__init__"
+            if package:
+                parts = parts[:-1]
+            modules[".".join([prefix, *parts])] = (path, package)
+    return modules
+
+
+def _imports(name: str, path: Path, package: bool, modules: dict[str, tuple[Path, bool]]) -> set[str]:
+    """The project modules that module `name` imports, anywhere in its file."""
+    here = name if package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = here.split(".")
+                base = parts[: len(parts) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                # `from package import submodule` imports the submodule, `from module import name` the module.
+                if f"{target}.{alias.name}" in modules:
+                    found.add(f"{target}.{alias.name}")
+                elif target in modules:
+                    found.add(target)
+    found.discard(name)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, package, modules) for name, (path, package) in modules.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle as a path `[a, b, ..., a]`, or None. Iterative depth-first search, in sorted order."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in sorted(graph):
+        if start in state:
+            continue
+        path = [start]
+        stack = [iter(sorted(graph[start]))]
+        state[start] = 1
+        while stack:
+            step = next(stack[-1], None)
+            if step is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(step) == 1:
+                return [*path[path.index(step) :], step]
+            elif step not in state:
+                state[step] = 1
+                path.append(step)
+                stack.append(iter(sorted(graph[step])))
+    return None
+
+
+def test_the_graph_covers_every_package() -> None:
+    graph = import_graph()
+    assert "ascend_eval.jobs.execute" in graph and "ascend_eval.models.http" in graph
+    assert "ascend_eval.kernels.pairwise_cosine" in graph
+    # Lazy (function-level) imports are edges too: the runner starts `execute` inside `Job.run`.
+    assert "ascend_eval.jobs.execute" in graph["ascend_eval.jobs.runner"]
+
+
+def test_find_cycle_reports_the_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycles() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_models_and_kernels_import_only_downwards() -> None:
+    graph = import_graph()
+    wrong = [
+        f"{name} -> {target}"
+        for name, targets in sorted(graph.items())
+        if name.startswith(LOWER)
+        for target in sorted(targets)
+        if not target.startswith(LOWER)
+        or (name.startswith("ascend_eval.kernels") and target.startswith("ascend_eval.models"))
+    ]
+    assert not wrong, "imports against the layering ascend_eval -> models -> kernels:\n" + "\n".join(wrong)
