@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -16,6 +17,57 @@ from ascend_eval.data import Sample
 from ascend_eval.engine.scheduler import RoundStats
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.models.errors import ConfigError
+
+OUTPUT_FILES = ("results.json", "scores.csv", "summary.json")
+"""What `EvaluationResult.save` writes into its folder."""
+
+BACKEND_ERROR = "backend_error"
+"""The NaN reason of a score whose request a backend failed (after its retries)."""
+
+
+def check_output_dir(
+    out_dir: str | Path, *, inputs: Sequence[str | Path | None] = (), what: str = "out_dir"
+) -> Path:
+    """The folder `EvaluationResult.save` writes to, checked (and created) before a run rather than after.
+
+    Args:
+        out_dir: the folder.
+        inputs: files the run reads (the dataset); none of them may be one `save` would overwrite.
+        what: how the caller names the folder in messages ("--out" on the command line).
+
+    Raises:
+        ConfigError: the name is empty, names an existing file, would overwrite an input, or the folder
+            cannot be created or written to.
+    """
+    text = str(out_dir)
+    if not text.strip():
+        raise ConfigError(
+            f"{what} is empty. Name the folder for {', '.join(OUTPUT_FILES)}, e.g. {what} out/run1."
+        )
+    out = Path(text).expanduser()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(
+            f"{what} {text!r} is an existing file, not a folder. Name a folder (it is created if missing)."
+        )
+    targets = {(out / name).resolve(): name for name in OUTPUT_FILES}
+    for given in inputs:
+        if given is None or not str(given).strip():
+            continue
+        path = Path(given).expanduser()
+        if path.is_file() and path.resolve() in targets:
+            raise ConfigError(
+                f"{what} {text!r} would overwrite the input {str(given)!r} with the run's "
+                f"{targets[path.resolve()]}. Write the results to another folder."
+            )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise ConfigError(
+            f"{what} {text!r} cannot be written to ({e.strerror or e}). Pass a folder you can write to."
+        ) from None
+    return out
 
 
 def aggregate(name: str, scores: Sequence[float]) -> dict[str, Any]:
@@ -70,6 +122,37 @@ class EvaluationResult:
     def nan_reasons(self, metric: str) -> Counter[str]:
         """How often each reason made this metric NaN."""
         return Counter(r.reason or "unknown" for r in self.results[metric] if not r.ok)
+
+    def failures(self, *, max_backend_errors: float = 0.1) -> list[str]:
+        """Why this run should not count as a success, empty when it should: a metric that scored no
+        sample at all, or more than `max_backend_errors` (a fraction) of all scores lost to backend
+        errors (an unreachable judge, a wrong URL, a device that failed). The command line exits non-zero
+        on any of them, after the results are saved.
+
+        Raises:
+            ConfigError: `max_backend_errors` is not a fraction in [0, 1].
+        """
+        if not 0.0 <= max_backend_errors <= 1.0:
+            raise ConfigError(f"max_backend_errors must be a fraction in [0, 1], got {max_backend_errors!r}.")
+        out = []
+        for a in self.aggregates():
+            if a["count"] == 0:
+                reasons = ", ".join(f"{r} x{n}" for r, n in self.nan_reasons(a["name"]).most_common(3))
+                out.append(f"{a['name']}: no sample was scored ({reasons}).")
+        total = sum(len(results) for results in self.results.values())
+        failed = sum(
+            n
+            for metric in self.metrics
+            for reason, n in self.nan_reasons(metric).items()
+            if reason.startswith(BACKEND_ERROR)
+        )
+        if total and failed / total > max_backend_errors:
+            out.append(
+                f"{failed} of {total} scores failed in a backend, over the allowed "
+                f"{max_backend_errors:.0%}; see the NaN reasons above. Check the model, URL or device, "
+                "or raise --max-backend-errors."
+            )
+        return out
 
     def rows(self, *, details: bool = False) -> list[dict[str, Any]]:
         """One dict per sample: its id, language, inputs and each metric's score and NaN reason."""
@@ -143,9 +226,12 @@ class EvaluationResult:
         return path
 
     def save(self, out_dir: str | Path) -> dict[str, Path]:
-        """Write `results.json` (everything), `scores.csv` (per sample) and `summary.json` (aggregates)."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        """Write `results.json` (everything), `scores.csv` (per sample) and `summary.json` (aggregates).
+
+        Raises:
+            ConfigError: `out_dir` cannot be a results folder (see `check_output_dir`).
+        """
+        out = check_output_dir(out_dir)
         summary = out / "summary.json"
         summary.write_text(json.dumps({"aggregate_scores": self.aggregates()}, indent=2), encoding="utf-8")
         return {

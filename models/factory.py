@@ -17,10 +17,12 @@ Every engine is imported only when its runtime is built.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any, Literal, overload
 
 from ascend_eval.models.base import Embedder, Judge, Reranker, Role
+from ascend_eval.models.device import DEVICE_ENV, resolve_device
 from ascend_eval.models.errors import ConfigError, MissingDependencyError
 from ascend_eval.models.spec import ENGINE_SETTINGS, ModelSpec, with_article
 
@@ -241,6 +243,10 @@ def _local(spec: ModelSpec, role: Role) -> Runtime:
     from ascend_eval.models.weights.paths import local_model_id
 
     vllm = _use_vllm(spec, role)
+    if spec.device is not None or os.environ.get(DEVICE_ENV):
+        # A device that cannot be had is found now, before a shipped model or a GGUF file is converted;
+        # auto-detection always finds one, so it waits for the model to load.
+        resolve_device(spec.device)
     path = local_path(spec)
     fields = ENGINE_SETTINGS[(role, spec.local_backend)]
     settings = {fields[k]: getattr(spec, k) for k in fields if getattr(spec, k) is not None}

@@ -83,6 +83,10 @@ def _evaluate(args: argparse.Namespace) -> int:
 
             tqdm.write(stats.line(), file=sys.stderr)  # printed above the progress bar, not through it
 
+    # Everything about the output folder that can be wrong is found before any model loads.
+    from ascend_eval.results import check_output_dir
+
+    out = check_output_dir(args.out, inputs=[args.data], what="--out")
     result = evaluate(
         args.data,
         split_values(args.metrics),
@@ -101,7 +105,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         on_round=show,
     )
-    paths = result.save(args.out)
+    paths = result.save(out)
     print(result.table())
     print(
         f"\n{len(result.samples)} samples in {result.wall_seconds:.1f}s; per-sample results: "
@@ -114,7 +118,10 @@ def _evaluate(args: argparse.Namespace) -> int:
                 f"{metric}: NaN for {sum(reasons.values())} sample(s): "
                 + ", ".join(f"{r} x{n}" for r, n in reasons.most_common())
             )
-    return 0
+    failures = result.failures(max_backend_errors=args.max_backend_errors)
+    for failure in failures:
+        print(f"error: {failure}", file=sys.stderr)
+    return 3 if failures else 0
 
 
 def _models(args: argparse.Namespace) -> int:
@@ -185,8 +192,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="verdicts from next-token probabilities (classify) or as JSON with reasons (generate)",
     )
     ev.add_argument("--column-map", nargs="+", metavar="OURS=THEIRS", help="e.g. user_input=query")
+    ev.add_argument("--out", required=True, help="folder for results.json, scores.csv, summary.json")
     ev.add_argument(
-        "--out", type=Path, required=True, help="folder for results.json, scores.csv, summary.json"
+        "--max-backend-errors",
+        type=float,
+        default=0.1,
+        metavar="FRACTION",
+        help="exit 3 when more than this share of scores failed in a backend (default 0.1); "
+        "a metric with no score at all exits 3 too. Results are saved either way",
     )
     ev.add_argument(
         "--cache-dir", type=Path, help="request cache folder (default ~/.cache/ascend-eval/requests)"
