@@ -1,6 +1,8 @@
-"""Every module of ascend_eval/ is readable in one sitting: at most 600 lines (STYLE.md section 9).
+"""Every module of ascend_eval/, models/ and kernels/ is readable in one sitting: at most 600 lines
+(STYLE.md section 9).
 
-models/ and kernels/ are not checked here yet (models/judge/torch.py is longer).
+`models/judge/torch.py` is the one exception: its split (prompt pass, decode loop, constrained decoding)
+comes with the streaming engine, which rewrites how it batches.
 """
 
 from __future__ import annotations
@@ -9,12 +11,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 600
+FOLDERS = ("ascend_eval", "models", "kernels")
+EXCEPTIONS = frozenset({"models/judge/torch.py"})
 
 
 def test_no_module_is_longer_than_the_limit() -> None:
     long = {
-        str(path.relative_to(ROOT)): n
-        for path in sorted((ROOT / "ascend_eval").rglob("*.py"))
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) > LIMIT
+        rel: n
+        for folder in FOLDERS
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if (rel := path.relative_to(ROOT).as_posix()) not in EXCEPTIONS
+        and (n := len(path.read_text(encoding="utf-8").splitlines())) > LIMIT
     }
     assert not long, f"modules over {LIMIT} lines (split them by concern): {long}"
+
+
+def test_the_exceptions_still_exist() -> None:
+    assert all((ROOT / rel).is_file() for rel in EXCEPTIONS), "drop exceptions for files that are gone"

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ascend_eval.models.base import ClassifyRequest, GenerateRequest, Message
-from ascend_eval.models.http import EXCERPT_CHARS, EndpointClient
+from ascend_eval.models.http import EndpointClient
 from ascend_eval.models.judge.openai import OpenAIJudge
+from ascend_eval.models.scrub import EXCERPT_CHARS
 from tests.models.loopback_server import CHAT, Reply, chat_reply, endpoint_config
 
 KEY = "sk-3f9a1c7e5b2d4a6f8e0c9b1d"
@@ -119,7 +120,7 @@ def test_text_returned_from_a_200_body_is_scrubbed(loopback, monkeypatch):
 
 
 def test_scrubber_rules():
-    from ascend_eval.models.http import Scrubber
+    from ascend_eval.models.scrub import Scrubber
 
     scrub = Scrubber(KEY)
     assert scrub.text(f"a {KEY} b") == "a *** b"
@@ -158,7 +159,7 @@ def _longest_key_run(text: str, key: str) -> int:
 @settings(max_examples=400, deadline=None)
 @given(key=_KEYS, offset=_OFFSETS, after=_AFTER, data=st.data())
 def test_no_four_key_characters_in_a_row_survive_a_clip(key, offset, after, data):
-    from ascend_eval.models.http import Scrubber, clip_excerpt
+    from ascend_eval.models.scrub import Scrubber, clip_excerpt
 
     before = data.draw(st.text(st.sampled_from("中文é"), min_size=offset, max_size=offset))
 
