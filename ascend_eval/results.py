@@ -16,14 +16,10 @@ from typing import Any
 from ascend_eval.data import Sample
 from ascend_eval.engine.scheduler import RoundStats
 from ascend_eval.metrics.base import MetricResult
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.errors import BACKEND_ERROR, ConfigError
 
 OUTPUT_FILES = ("results.json", "scores.csv", "summary.json")
 """What `EvaluationResult.save` writes into its folder."""
-
-BACKEND_ERROR = "backend_error"
-"""The NaN reason of a score whose request a backend failed (after its retries)."""
-
 
 def check_output_dir(
     out_dir: str | Path, *, inputs: Sequence[str | Path | None] = (), what: str = "out_dir"

@@ -6,6 +6,9 @@ way (`ascend_eval` -> `models` -> `kernels`); `ascend_eval.errors` re-exports it
 
 from __future__ import annotations
 
+BACKEND_ERROR = "backend_error"
+"""How the NaN reason of a score starts when a backend failed one of its requests (after its retries)."""
+
 
 class AscendEvalError(Exception):
     """Root of every error this library raises on purpose."""

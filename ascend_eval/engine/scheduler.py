@@ -18,7 +18,7 @@ from typing import Any
 from ascend_eval.engine.cache import RequestCache, request_key
 from ascend_eval.engine.codecs import Codec, Result, codec_for
 from ascend_eval.models.base import Embedder, Judge, Request, Reranker, Role
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.errors import BACKEND_ERROR, ConfigError
 from ascend_eval.models.lazy import is_loaded, runtime_of
 
 logger = logging.getLogger("ascend_eval.engine")
@@ -231,7 +231,7 @@ class Engine:
             failed = next((failures[k] for k in plan_keys if k in failures), None)
             if failed is not None:
                 plans[pid].close()
-                outcomes[pid] = PlanError(f"backend_error: {failed}")
+                outcomes[pid] = PlanError(f"{BACKEND_ERROR}: {failed}")
                 continue
             self._advance(pid, plans[pid], [answers[k] for k in plan_keys], waiting, outcomes)
         stats.seconds = time.perf_counter() - t0

@@ -34,7 +34,7 @@ from typing import Any
 
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import JobSpec, did_you_mean, load_spec
-from ascend_eval.models.errors import BackendError, ConfigError
+from ascend_eval.models.errors import BACKEND_ERROR, BackendError, ConfigError
 from ascend_eval.models.weights.paths import cache_root
 
 logger = logging.getLogger("ascend_eval.jobs")
@@ -297,7 +297,7 @@ def cancel_on_sigterm() -> None:
 def _check_some_scored(result: Any) -> None:
     """A job whose every score failed on a model call did not run: say why, instead of "completed"."""
     reasons = [r.reason or "" for results in result.results.values() for r in results]
-    if reasons and all(reason.startswith("backend_error") for reason in reasons):
+    if reasons and all(reason.startswith(BACKEND_ERROR) for reason in reasons):
         raise BackendError(
             f"Every score failed on a model call, e.g. {reasons[0]}. Check the endpoint URLs, that the "
             "servers are up, and the API key secrets; then run the job again (answers already received "

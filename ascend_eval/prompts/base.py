@@ -33,6 +33,7 @@ from ascend_eval.models.base import (
     GenerationParams,
     Message,
 )
+from ascend_eval.models.errors import BACKEND_ERROR
 from ascend_eval.text.language import Language
 
 In = TypeVar("In", bound=BaseModel)
@@ -145,7 +146,7 @@ class PromptSpec(Generic[In, Out]):
         """Read the judge's text as `Out`, tolerating code fences, prose around the JSON and full-width
         punctuation. Output cut at max_tokens is a failure, never parsed silently."""
         if result.error is not None:
-            return ParseFailure(result.text, f"backend_error: {result.error}")
+            return ParseFailure(result.text, f"{BACKEND_ERROR}: {result.error}")
         if result.finish_reason == "length":
             return ParseFailure(result.text, "truncated: the judge reached max_tokens; raise max_tokens")
         data = extract_json(result.text)
@@ -212,7 +213,7 @@ class ClassifyPromptSpec(Generic[In]):
         """
         raw = json.dumps({"labels": list(result.labels), "probs": list(result.probs)}, ensure_ascii=False)
         if result.error is not None:
-            return ParseFailure(raw, f"backend_error: {result.error}")
+            return ParseFailure(raw, f"{BACKEND_ERROR}: {result.error}")
         if sorted(result.labels) != sorted(self.labels):
             asked = f"{self.tag} asks for {self.labels}"
             return ParseFailure(raw, f"parse_failure: the judge answered labels {result.labels}; {asked}")
