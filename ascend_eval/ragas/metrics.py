@@ -116,12 +116,12 @@ _INSTEAD: dict[str, str] = {
 
 
 def ragas_family(obj: Any) -> str | None:
-    """LEGACY or COLLECTIONS for an object of RAGAS's metric modules, else None."""
-    module = type(obj).__module__
-    if module.startswith("ragas.metrics.collections"):
-        return COLLECTIONS
-    if module.startswith("ragas.metrics"):
-        return LEGACY
+    """LEGACY or COLLECTIONS for an object of RAGAS's metric classes (or of a subclass), else None."""
+    for cls in type(obj).__mro__:
+        if cls.__module__.startswith("ragas.metrics.collections"):
+            return COLLECTIONS
+        if cls.__module__.startswith("ragas.metrics"):
+            return LEGACY
     return None
 
 
@@ -197,7 +197,7 @@ def map_metric(entry: Any) -> MappedMetric:
         )
     name = type(entry).__name__
     known = LEGACY_CLASSES if family == LEGACY else COLLECTIONS_CLASSES
-    if name not in known:
+    if name not in known or not type(entry).__module__.startswith("ragas.metrics"):
         raise _unmappable(entry, family)
     _check_prompts(entry)
     metric = _BUILD[name](entry)
