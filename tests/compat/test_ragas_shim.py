@@ -3,6 +3,7 @@ against a scripted judge server on 127.0.0.1; the result has RAGAS's surface."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ascend_eval.errors import BackendError, ConfigError
-from ascend_eval.ragas import EvaluationDataset, RagasResult, evaluate
+from ascend_eval.ragas import EvaluationDataset, RagasResult, aevaluate, evaluate
 from tests.models.loopback_server import CHAT, Reply
 from tests.test_api_endpoints import judge_route
 
@@ -96,6 +97,7 @@ def test_the_result_has_ragas_surface(server, wrapped):
     frame = result.to_pandas()
     # RAGAS's to_pandas: the dataset's columns (in its order), then the scores.
     assert list(frame.columns) == ["user_input", "retrieved_contexts", "response", "reference", *columns]
+    assert list(frame.columns[:4]) == list(EvaluationDataset.from_list(ROWS).to_pandas().columns)
     assert frame["retrieved_contexts"][0] == ["The Eiffel Tower is in Paris."]
     tokens = result.total_tokens()
     assert type(tokens).__module__ == "ragas.cost"
@@ -163,3 +165,31 @@ def test_a_metric_without_a_judge_is_refused_rather_than_sent_to_openai():
 
     with pytest.raises(ConfigError, match=r"Faithfulness\(\) needs a judge LLM .*gpt-4o-mini"):
         evaluate(EvaluationDataset.from_list(ROWS), metrics=[Faithfulness()])
+
+
+def test_aevaluate_and_other_datasets_with_a_column_map(wrapped):
+    from ragas.metrics import Faithfulness
+
+    llm, _ = wrapped
+    legacy = {
+        "query": [r["user_input"] for r in ROWS],
+        "contexts": [r["retrieved_contexts"] for r in ROWS],
+        "answer": [r["response"] for r in ROWS],
+    }
+    result = asyncio.run(
+        aevaluate(
+            legacy,
+            [Faithfulness()],
+            llm=llm,
+            column_map={"user_input": "query"},
+            show_progress=False,
+            cache_dir=False,
+        )
+    )
+    assert result["faithfulness"] == [0.5, 0.0]
+    assert list(result.to_pandas().columns) == [
+        "user_input",
+        "retrieved_contexts",
+        "response",
+        "faithfulness",
+    ]
