@@ -90,6 +90,7 @@ def _plan_groups(
     shared_judge = with_run_config(judge_arg(llm, secrets), run_config)
     shared_embedder = with_run_config(embedder_arg(embeddings, secrets), run_config)
     groups: list[_Group] = []
+    placed: dict[str, tuple[MappedMetric, _Group]] = {}
     for m in mapped:
         roles = m.metric.roles
         judge = embedder = None
@@ -118,7 +119,15 @@ def _plan_groups(
             groups.append(group)
         group.judge = group.judge if judge is None else judge
         group.embedder = group.embedder if embedder is None else embedder
-        if all(existing.name != m.metric.name for existing in group.metrics):
+        first = placed.setdefault(m.metric.name, (m, group))
+        if first[0] is not m and (first[1] is not group or first[0].metric.params != m.metric.params):
+            # Both are our one metric: one engine run can hold it once, with one set of parameters.
+            raise ConfigError(
+                f"metrics= has {first[0].source} and {m.source}, which ascend-eval computes as one metric "
+                f"({m.metric.name}) but here with different parameters or models ({first[0].metric!r} vs "
+                f"{m.metric!r}). Evaluate them in two evaluate() calls."
+            )
+        if first[0] is m:
             group.metrics.append(m.metric)
     return groups, secrets
 

@@ -367,3 +367,18 @@ def test_metrics_with_their_own_judge_run_apart_and_merge(server):
     assert result["faithfulness"] == [0.5, 0.0] and result["context_recall"] == [1.0, 1.0]
     assert {b["model"] for b in server.bodies(CHAT)} == {"judge-a", "judge-b"}
     assert len(result.evaluation.provenance["runs"]) == 2
+
+
+def test_two_entries_of_one_of_our_metrics_with_different_parameters_are_refused(server):
+    from langchain_openai import OpenAIEmbeddings
+    from ragas.metrics import AnswerSimilarity, SemanticSimilarity
+
+    emb = OpenAIEmbeddings(base_url=f"{server.url}/v1", model="embedder", api_key="EMPTY")
+    data = EvaluationDataset.from_list(ROWS)
+    with pytest.raises(ConfigError, match=r"SemanticSimilarity\(\) and AnswerSimilarity\(\).*two evaluate"):
+        evaluate(data, [SemanticSimilarity(threshold=0.5), AnswerSimilarity()], embeddings=emb)
+    same = evaluate(
+        data, [SemanticSimilarity(), AnswerSimilarity()], embeddings=emb, show_progress=False, cache_dir=False
+    )
+    assert same["semantic_similarity"] == same["answer_similarity"]
+    assert len(server.bodies(EMBEDDINGS)) >= 1 and not server.bodies(CHAT)
