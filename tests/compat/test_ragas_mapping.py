@@ -382,3 +382,16 @@ def test_two_entries_of_one_of_our_metrics_with_different_parameters_are_refused
     )
     assert same["semantic_similarity"] == same["answer_similarity"]
     assert len(server.bodies(EMBEDDINGS)) >= 1 and not server.bodies(CHAT)
+
+
+@pytest.mark.slow
+def test_a_hugging_face_pipeline_of_a_local_directory_is_a_local_judge(tiny_llama_dir):
+    from langchain_community.llms import HuggingFacePipeline
+    from ragas.llms import LangchainLLMWrapper
+
+    local = HuggingFacePipeline.from_model_id(model_id=str(tiny_llama_dir), task="text-generation")
+    spec = judge_arg(LangchainLLMWrapper(local), Secrets())
+    assert (spec.model, spec.role, spec.is_endpoint) == (str(tiny_llama_dir), "judge", False)
+    hub = HuggingFacePipeline(pipeline=local.pipeline, model_id="Qwen/Qwen2.5-7B-Instruct")
+    with pytest.raises(ConfigError, match=r"model_id='Qwen/Qwen2.5-7B-Instruct', which is not a local dir"):
+        judge_arg(hub, Secrets())

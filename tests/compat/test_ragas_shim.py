@@ -193,3 +193,15 @@ def test_aevaluate_and_other_datasets_with_a_column_map(wrapped):
         "response",
         "faithfulness",
     ]
+
+
+def test_the_other_names_of_ragas_top_level_are_ragas_own():
+    import ragas
+
+    import ascend_eval.ragas as shim
+
+    for name in ("EvaluationDataset", "SingleTurnSample", "MultiTurnSample", "RunConfig"):
+        assert getattr(shim, name) is getattr(ragas, name)
+    assert shim.EvaluationResult is RagasResult
+    with pytest.raises(AttributeError, match="no attribute 'Evaluate'"):
+        shim.Evaluate  # noqa: B018
