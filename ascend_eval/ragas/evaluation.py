@@ -55,14 +55,14 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _refuse(name: str, value: Any, why: str) -> None:
-    raise ConfigError(f"evaluate({name}={value!r}): {why}")
+    raise ConfigError(f"evaluate({name}={repr(value)[:80]}): {why}")
 
 
 def _check_unsupported(callbacks: Any, return_executor: bool) -> None:
     if callbacks:
         _refuse(
             "callbacks",
-            type(callbacks).__name__,
+            callbacks,
             "LangChain callbacks wrap each of RAGAS's per-sample LLM calls; ascend-eval batches requests "
             "itself and runs no callbacks. Drop callbacks=; pass on_round=FUNCTION for each engine round's "
             "stats (requests, cache hits, tokens, seconds).",
