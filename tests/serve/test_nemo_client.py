@@ -278,6 +278,15 @@ def test_413_for_a_body_over_the_limit(server):
     reply = httpx.post(server.url + "/v1/evaluation/jobs", json=big, headers=server.headers())
     assert reply.status_code == 413
 
+    def chunks():  # no Content-Length: the bytes that arrive are counted
+        yield b'{"metric": "faithfulness", "x": "'
+        for _ in range(12):
+            yield b"y" * 100_000
+
+    reply = httpx.post(server.url + "/v1/evaluation/jobs", content=chunks(), headers=server.headers())
+    assert reply.status_code == 413
+    assert list(server.jobs_dir.glob("*")) == []
+
 
 def test_secrets_create_list_delete(server):
     headers = server.headers()
@@ -326,3 +335,37 @@ def test_the_example_script_runs(server, judge_server):
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "status: completed" in run.stdout and "faithfulness" in run.stdout
+
+
+def test_a_rag_pipeline_target_retrieves_generates_and_judges(client, judge_server, tmp_path):
+    pytest.importorskip("ascend_eval.pipeline")
+    from tests.jobs.test_pipeline_jobs import CORPUS
+
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps({"question": DATA["question"], "ground_truth": DATA["ground_truth"]}))
+    config = rag_config(judge_server.url, api_key=None)
+    config["tasks"]["my-ragas-task"]["dataset"] = {"files_url": f"file://{questions}"}
+    config["tasks"]["my-ragas-task"]["params"]["corpus"] = CORPUS  # ours: what the retriever searches
+    embedder = {"api_endpoint": {"url": judge_server.server.url + "/v1", "model_id": "e5", "format": "nim"}}
+    target = {
+        "type": "rag",
+        "rag": {
+            "pipeline": {
+                "model": {"api_endpoint": {"url": judge_server.url, "model_id": "rag-model"}},
+                "retriever": {
+                    "pipeline": {
+                        "query_embedding_model": embedder,
+                        "index_embedding_model": embedder,
+                        "top_k": 1,
+                    }
+                },
+            }
+        },
+    }
+    job = client.evaluation.jobs.create(config=config, target=target)
+    done = wait_for(lambda: finished(client, job.id), what="the pipeline job")
+    assert done.status == "completed", done.status_details
+    score = client.evaluation.jobs.results(job.id).tasks["my-ragas-task"].metrics["rag_faithfulness"]
+    assert score.scores["faithfulness"].value == 1.0  # each answer is its retrieved passage
+    assert judge_server.server.bodies("/v1/embeddings")
+    assert {b["model"] for b in judge_server.generate_bodies()} >= {"rag-model", JUDGE_NAME}
