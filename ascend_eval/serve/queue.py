@@ -14,6 +14,7 @@ without marking them done, so the next server resumes them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -68,6 +69,8 @@ class JobQueue:
         """Merge `fields` into the job's server record, replacing the file in one step."""
         path = self.jobs.root / job_id / RECORD
         with self._lock:
+            if not path.parent.is_dir():  # deleted meanwhile
+                return {}
             record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
             record.update(fields, updated_at=now())
             temp = path.with_name(f".{RECORD}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -116,12 +119,15 @@ class JobQueue:
                 return
             try:
                 self._run(job_id)
-            except Exception as e:  # a worker survives anything one job does
-                logger.error("job %s: the server could not run it: %s: %s", job_id, type(e).__name__, e)
-                self.update(job_id, done=True, server_error=f"{type(e).__name__}: {e}")
+            except Exception as e:  # a worker survives anything one job does (deleted under it, ...)
+                if (self.jobs.root / job_id / RECORD).is_file():
+                    logger.error("job %s: the server could not run it: %s: %s", job_id, type(e).__name__, e)
+                    with contextlib.suppress(OSError):
+                        self.update(job_id, done=True, server_error=f"{type(e).__name__}: {e}")
 
     def _run(self, job_id: str) -> None:
-        if self.record(job_id).get("cancel_requested"):
+        record = self.record(job_id)
+        if not record or record.get("done") or record.get("cancel_requested"):
             return
         job = self.jobs.get(job_id)
         if job.status() != "running":  # "running": a process the last server started lives on

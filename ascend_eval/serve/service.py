@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import secrets as random_tokens
 import shutil
@@ -157,7 +158,10 @@ class Service:
     def page(self, render: Callable[[Job, dict], dict], page: int, page_size: int) -> dict[str, Any]:
         ids = list(reversed(self.queue.ids()))  # newest first, as NeMo lists them
         chunk = ids[(page - 1) * page_size : page * page_size]
-        data = [render(*self.job(i)) for i in chunk]
+        data = []
+        for job_id in chunk:
+            with contextlib.suppress(HTTPException):  # deleted since it was listed
+                data.append(render(*self.job(job_id)))
         total_pages = max(1, -(-len(ids) // page_size))
         return {
             "object": "list",
