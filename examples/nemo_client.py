@@ -17,9 +17,10 @@ import time
 
 from nemo_microservices import NeMoMicroservices
 
+token = os.environ.get("NEMO_API_TOKEN")
 client = NeMoMicroservices(
     base_url=os.environ["NEMO_MICROSERVICES_BASE_URL"],
-    default_headers={"Authorization": f"Bearer {os.environ['NEMO_API_TOKEN']}"},
+    default_headers={"Authorization": f"Bearer {token}"} if token else None,
 )
 
 judge = {
