@@ -18,9 +18,6 @@ import pytest
 
 from tests.jobs.conftest import judge_server  # noqa: F401  (the scripted loopback judge, as a fixture)
 
-pytest.importorskip("fastapi")
-pytest.importorskip("uvicorn")
-
 TOKEN = "serve-test-token-0b1c2d"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,6 +80,8 @@ class Server:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
+    pytest.importorskip("fastapi", reason="ascend-eval serve needs the serve extra")
+    pytest.importorskip("uvicorn", reason="ascend-eval serve needs the serve extra")
     state = tmp_path / "serve"
     state.mkdir()
     running = Server(state, "--concurrency", "2", "--max-body-mb", "1").start()
@@ -94,9 +93,8 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
 @pytest.fixture
 def client(server: Server):
-    from nemo_microservices import NeMoMicroservices
-
-    return NeMoMicroservices(base_url=server.url, default_headers=server.headers(), max_retries=0)
+    nemo = pytest.importorskip("nemo_microservices")
+    return nemo.NeMoMicroservices(base_url=server.url, default_headers=server.headers(), max_retries=0)
 
 
 def wait_for(predicate, timeout: float = 90.0, what: str = "the condition"):
