@@ -59,6 +59,12 @@ def _serve(args: argparse.Namespace) -> int:
         max_body_bytes=int(args.max_body_mb * 1024 * 1024),
         token_secret=secret,
     )
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(
+            f"warning: listening on {args.host}, not only this machine: anyone who can reach it and has the "
+            "token can run jobs that read the files this user can read (a dataset's files_url).",
+            file=sys.stderr,
+        )
     print(
         f"ascend-eval serve on http://{args.host}:{args.port} (docs: /docs); jobs in {settings.jobs_dir}",
         file=sys.stderr,

@@ -180,7 +180,12 @@ class Service:
         job, record = self.job(job_id)
         status = views.state(record, job.info())
         if status != "completed":
-            raise HTTPException(409, f"evaluation job {job_id!r} has no results: it is {status}")
+            # x-should-retry: the NeMo client retries a 409 by default; asking again at once will not help.
+            raise HTTPException(
+                409,
+                f"evaluation job {job_id!r} has no results: it is {status}",
+                headers={"x-should-retry": "false"},
+            )
         return job, record
 
 

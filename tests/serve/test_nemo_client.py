@@ -203,8 +203,9 @@ def test_cancel_a_running_job(client, judge_server):
     finally:
         judge_server.hold_classify.clear()
     assert wait_for(lambda: finished(client, job.id), what="cancelled").status == "cancelled"
-    with pytest.raises(nemo.ConflictError):
+    with pytest.raises(nemo.ConflictError) as error:
         client.evaluation.jobs.results(job.id)
+    assert error.value.response.headers["x-should-retry"] == "false"  # the client does not retry it
 
 
 def test_401_without_the_token_and_open_docs(server, judge_server):
