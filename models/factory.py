@@ -199,6 +199,11 @@ def _instance(value: Any, role: Role) -> Runtime:
     )
 
 
+JUDGE_PARALLELISM = 128
+"""Judge requests in flight at one server by default: enough to keep a GPU or NPU server's continuous
+batch full (vLLM's default max_num_seqs is 256 on GPUs); the congestion gate backs off on 429/503."""
+
+
 def _endpoint(spec: ModelSpec, role: Role) -> Runtime:
     from ascend_eval.models.http import EndpointConfig, discover_model, endpoint_base
 
@@ -210,6 +215,8 @@ def _endpoint(spec: ModelSpec, role: Role) -> Runtime:
         for k in ("request_timeout", "max_retries", "parallelism")
         if getattr(spec, k) is not None
     }
+    if role == "judge":
+        client.setdefault("parallelism", JUDGE_PARALLELISM)
     config = EndpointConfig(url=base, model=name, **key, **client)
     logger.info("%s: endpoint %s model %s", role, config.url, name)
     if role == "judge":

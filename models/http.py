@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from ascend_eval.models.checks import private_file
+from ascend_eval.models.congestion import CongestionGate
 from ascend_eval.models.errors import BackendError, ConfigError
 from ascend_eval.models.scrub import Scrubber, clip_excerpt
 
@@ -66,7 +67,8 @@ class EndpointConfig:
     max_retries: int = 3
     """Further attempts after the first, for connection errors, timeouts, 408, 409, 429 and 5xx."""
     parallelism: int = 8
-    """Requests in flight at once."""
+    """Requests in flight at once, at most: fewer while the server answers 429 or 503 (see
+    `congestion.CongestionGate`)."""
     backoff_base: float = 0.5
     """Seconds before the first retry; doubled for each later one, with random jitter."""
     backoff_max: float = 20.0
@@ -241,6 +243,7 @@ class EndpointClient:
         )
         self._lock = threading.Lock()
         self._rng = random.Random()
+        self._gate = CongestionGate(config.parallelism)
 
     def __repr__(self) -> str:
         return (
@@ -312,12 +315,17 @@ class EndpointClient:
         attempts = self.config.max_retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                return self._attempt(url, content, parse)
+                with self._gate:  # waits while the server is pushing back (429/503 halve the limit)
+                    outcome = self._attempt(url, content, parse)
+                self._gate.succeeded()
+                return outcome
             except EndpointError as e:
                 e.attempts = attempt
                 _log_failure(e, cancel)
                 return e
             except _Retryable as e:
+                if e.status in _RETRY_AFTER_STATUSES:
+                    self._gate.pushed_back()
                 if attempt == attempts:
                     err = EndpointError(
                         f"POST {url} failed after {attempts} attempt(s): {e.reason}. "

@@ -105,7 +105,9 @@ class ModelSpec(BaseModel):
     max_retries: int | None = Field(default=None, ge=0)
     """Endpoint: further attempts after the first (None: `EndpointConfig`'s default)."""
     parallelism: int | None = Field(default=None, ge=1)
-    """Endpoint: requests in flight at once (None: `EndpointConfig`'s default)."""
+    """Endpoint: requests in flight at once, at most (fewer while the server answers 429/503). None: 128
+    for a judge, which keeps a GPU or NPU server's batch full; `EndpointConfig`'s default (8) for an
+    embedder or reranker, whose requests carry many texts each."""
     send_input_type: bool = False
     """Embedding endpoint: send NIM's `input_type` ("query" / "passage") with each request."""
 
