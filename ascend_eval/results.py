@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.data import Sample
-from ascend_eval.engine.scheduler import RoundStats
+from ascend_eval.engine.stats import RoundStats
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.models.errors import BACKEND_ERROR, ConfigError
 
