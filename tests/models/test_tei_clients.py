@@ -39,7 +39,7 @@ def _config(tei: TeiStandIn, **overrides) -> EndpointConfig:
 
 def test_embed_sends_tei_shape_and_returns_vectors_in_input_order(tei):
     texts = ["短", "a much longer text than the others", "中等长度的文本", "mid text"]
-    with TEIEmbedder(_config(tei), batch_size=2, query_prefix="query: ") as embedder:
+    with TEIEmbedder(_config(tei, parallelism=1), batch_size=2, query_prefix="query: ") as embedder:
         vectors = embedder.embed(texts, kind="query")
     expected = np.array([trigram_vector("query: " + t, tei.dim) for t in texts], dtype=np.float32)
     np.testing.assert_allclose(vectors, expected, atol=1e-6)
@@ -53,7 +53,7 @@ def test_embed_sends_tei_shape_and_returns_vectors_in_input_order(tei):
 
 def test_rerank_sends_tei_shape_and_puts_scores_back_in_pair_order(tei):
     pairs = [("猫", "猫在睡觉"), ("猫", "狗在跑"), ("dog", "a dog runs"), ("猫", "小猫")]
-    with TEIReranker(_config(tei), batch_size=8) as reranker:
+    with TEIReranker(_config(tei, parallelism=1), batch_size=8) as reranker:
         scores = reranker.score(pairs)
     np.testing.assert_allclose(scores, [overlap(q, t) for q, t in pairs], atol=1e-6)
     bodies = tei.server.bodies(RERANK)
@@ -67,11 +67,12 @@ def test_batches_over_the_servers_limit_are_split_to_it_and_later_calls_start_th
     embedder = TEIEmbedder(_config(tei), batch_size=8)
     with caplog.at_level(logging.WARNING):
         first = embedder.embed([f"text {i}" for i in range(8)])
-    assert tei.batches == [8, 3, 3, 2]  # refused once with 422, then at the limit TEI named
+    # refused once with 422, then at the limit TEI named (the three retries in any order: in parallel)
+    assert tei.batches[0] == 8 and sorted(tei.batches[1:]) == [2, 3, 3]
     assert embedder.batch_size == 3 and "sending at most 3 per request" in caplog.text
     np.testing.assert_allclose(first[5], trigram_vector("text 5", tei.dim), atol=1e-6)
     embedder.embed(["x"] * 4)
-    assert tei.batches[4:] == [3, 1]
+    assert sorted(tei.batches[4:]) == [1, 3]
 
 
 def test_a_body_over_the_payload_limit_is_halved_until_it_fits(tei):
@@ -79,7 +80,7 @@ def test_a_body_over_the_payload_limit_is_halved_until_it_fits(tei):
     texts = [f"{i:03d} " + "字" * 40 for i in range(8)]  # ~130 bytes each: 8 do not fit, 4 do
     with TEIReranker(_config(tei), batch_size=8) as reranker:
         scores = reranker.score([("字", t) for t in texts])
-    assert tei.batches == [8, 4, 4] and np.allclose(scores, 1.0)
+    assert tei.batches == [8, 4, 4] and np.allclose(scores, 1.0)  # two 4s: the order does not matter
 
 
 def test_a_single_text_over_the_payload_limit_is_a_clear_error(tei):
