@@ -123,6 +123,17 @@ def test_positional_arguments_in_the_sdks_order(judge, tei):
     assert list(scores) == ["semantic_similarity"] and len(scores["semantic_similarity"]) == 3
 
 
+def test_our_specs_work_as_llm_and_embeddings(judge, tei):
+    evaluator = RAGEvaluator(
+        ModelSpec(model=judge.url + "/v1", served_model_name="loopback-judge"),
+        ModelSpec(model=tei.url + EMBED, request_timeout=10),
+        cache_dir=False,
+    )
+    scores = evaluator.evaluate(["faithfulness", "answer_similarity"], _dataset(), language="chinese")
+    assert list(scores) == ["faithfulness", "semantic_similarity"]
+    assert scores["faithfulness"][0] == 1.0
+
+
 @pytest.mark.parametrize(("language", "marker"), [("chinese", "输入: {"), ("english", "Input: {")])
 def test_language_picks_the_prompts(judge, tei, language, marker):
     _evaluator(judge, tei).evaluate(["faithfulness"], _dataset(), language=language)
