@@ -97,8 +97,9 @@ def read_info(config: EndpointConfig) -> TeiInfo:
         except (EndpointError, KeyError, TypeError, ValueError) as e:
             raise BackendError(
                 f"Could not read the TEI server's GET {config.endpoint('/info')} ({e}). Check that the URL "
-                "is a running text-embeddings-inference server ending in /embed or /rerank, or pass "
-                "served_model_name (a ModelSpec field) to name its model without asking the server."
+                "is a running text-embeddings-inference server ending in /embed or /rerank, or name its "
+                "model without asking the server: ModelSpec(served_model_name=...), --embedder-model or "
+                "--cross-encoder-model."
             ) from None
     return TeiInfo(model_id=model, max_client_batch_size=max(1, limit))
 
