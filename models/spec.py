@@ -83,7 +83,8 @@ class ModelSpec(BaseModel):
     """A shipped model name (`ascend-eval models`), a local directory (Hugging Face checkpoint,
     sentence-transformers or CrossEncoder directory), a `.gguf` file (judge), `local:PATH`, `local:NAME`,
     `local:default` (the role's default), or the `http(s)://` URL of an OpenAI-compatible server (a trailing
-    endpoint path such as `/v1/chat/completions` is trimmed)."""
+    endpoint path such as `/v1/chat/completions` is trimmed); a URL ending in `/embed` or `/rerank` is a
+    text-embeddings-inference server's native API."""
     role: Role | None = None
     """"judge", "embedder" or "reranker"; None takes the role of the argument the spec is passed as
     (`evaluate(judge=...)`)."""
