@@ -244,6 +244,7 @@ def evaluate(
         results=results,
         languages=list(languages),
         rounds=rounds,
+        stages=dict(engine.stages),
         provenance=provenance,
         wall_seconds=time.perf_counter() - t0,
     )
