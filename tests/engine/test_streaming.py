@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from itertools import pairwise
 
 import pytest
 
@@ -127,7 +128,7 @@ def test_progress_is_reported_while_a_call_is_in_progress(rule_judge):
             judge.release.set()
 
     Engine(Backends(judge=judge), on_progress=watch, progress_interval=0.1).run(plans(samples(2)))
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in pairwise(times)]
     assert len(times) >= 6 and max(gaps) < 1.0
 
 

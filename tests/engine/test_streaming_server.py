@@ -13,6 +13,7 @@ import sys
 import textwrap
 import threading
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,7 @@ def test_a_hung_request_costs_its_timeout_and_only_its_own_sample():
     assert all(s == 0.5 for i, s in enumerate(scores) if i != 3)
     # the hung request's attempts (plus one backoff of at most 0.5 s), and the other 39 samples meanwhile
     assert elapsed < timeout * attempts + 0.5 + 4.0
-    gaps = [b - a for a, b in zip(progress, progress[1:], strict=False)]
+    gaps = [b - a for a, b in pairwise(progress)]
     assert progress and max(gaps) < 2.0
 
 
