@@ -16,8 +16,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ascend_eval.models.base import (
@@ -30,79 +28,26 @@ from ascend_eval.models.base import (
 from ascend_eval.models.batching import batches_by_budget, longest_first, scatter
 from ascend_eval.models.device import DeviceInfo, resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
-from ascend_eval.models.judge.base import LabelIds, TokenJudge, check_judge_model
+from ascend_eval.models.judge.base import LabelIds, TokenJudge
+from ascend_eval.models.judge.torch.config import TorchJudgeConfig, cache_param, forward_params, import_engine
+from ascend_eval.models.judge.torch.plan import (
+    common_prefix_len,
+    prefix_groups,
+    shared_prefix_batches,
+    usable_prefix,
+)
+from ascend_eval.models.judge.torch.processors import GrammarMask, SeededSampler, first_stop
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TorchJudge", "TorchJudgeConfig"]
+__all__ = ["TorchJudge"]
 
 log = logging.getLogger(__name__)
 
-_DTYPES = ("auto", "float32", "bfloat16", "float16")
 _PREFIX_GROUP_TOKENS = 64
 """`classify` batches together rows whose first this-many tokens agree, so that a batch's rows share one
 prompt's instruction rather than only the chat template's preamble (24 tokens for SmolLM2)."""
-
-
-@dataclass(frozen=True)
-class TorchJudgeConfig:
-    """How to build a `TorchJudge`."""
-
-    model: str | Path
-    """A local Hugging Face checkpoint directory, or a `.gguf` file (converted once to a cached checkpoint
-    by `checkpoint_from_gguf`). Nothing is downloaded."""
-    device: str | None = None
-    """"auto", "cpu", "cuda[:N]" or "npu[:N]"; None defers to `ASCEND_EVAL_DEVICE`, then auto-detection."""
-    dtype: str = "auto"
-    """"auto" (bfloat16 on NPU and CUDA, float32 on the CPU), "float32", "bfloat16" or "float16"."""
-    token_budget: int = 16384
-    """Padded tokens per forward batch (rows x longest row). For `generate` a row counts its prompt plus
-    its `max_tokens`, which bounds the batch's KV cache (a shared prompt prefix still counts per row: the
-    cache holds it per row once decoding starts). A `classify` batch that shares a prompt prefix counts it
-    once (prefix + rows x longest suffix), though its KV cache still holds rows x full length. Lower it if a
-    batch runs out of memory."""
-    max_batch_size: int = 64
-    """Most rows in one batch, whatever the budget."""
-    max_model_len: int | None = None
-    """Longest prompt plus output, in tokens; None means the model's `max_position_embeddings`. A prompt
-    that does not fit fails alone (with an error in its result); generation stops there with "length"."""
-    trust_remote_code: bool = False
-    """Allow a checkpoint's own Python code to run (transformers' `trust_remote_code`)."""
-    min_shared_prefix: int = 32
-    """Fewest prompt tokens the rows of a `classify` or `generate` batch must share for that prefix to run
-    once, its KV cache expanded to every row; 0 turns prefix sharing off. Below it the extra forward call
-    costs more than the rows save."""
-
-    def __post_init__(self) -> None:
-        check_judge_model("TorchJudgeConfig", self.model)
-        if self.dtype not in _DTYPES:
-            raise ConfigError(f"TorchJudgeConfig.dtype={self.dtype!r} is not one of {list(_DTYPES)}.")
-        if self.token_budget < 1:
-            raise ConfigError(f"TorchJudgeConfig.token_budget must be >= 1, got {self.token_budget}.")
-        if self.max_batch_size < 1:
-            raise ConfigError(f"TorchJudgeConfig.max_batch_size must be >= 1, got {self.max_batch_size}.")
-        if self.min_shared_prefix < 0:
-            raise ConfigError(
-                f"TorchJudgeConfig.min_shared_prefix must be >= 0 (0 turns prefix sharing off), "
-                f"got {self.min_shared_prefix}."
-            )
-        if self.max_model_len is not None and self.max_model_len < 2:
-            raise ConfigError(
-                f"TorchJudgeConfig.max_model_len must be >= 2 or None, got {self.max_model_len}."
-            )
-
-
-def _import_engine() -> tuple[Any, Any]:
-    try:
-        import torch
-        import transformers
-    except ImportError as e:
-        raise MissingDependencyError(
-            f"TorchJudge needs torch and transformers ({e}). Install them with "
-            "`pip install 'ascend-eval[torch]'` and the torch build for your accelerator."
-        ) from e
-    return torch, transformers
 
 
 class TorchJudge(TokenJudge):
@@ -131,7 +76,7 @@ class TorchJudge(TokenJudge):
     """
 
     def __init__(self, config: TorchJudgeConfig) -> None:
-        torch, transformers = _import_engine()
+        torch, transformers = import_engine()
         self.config = config
         self.device: DeviceInfo = resolve_device(config.device)
         super().__init__(config.model, trust_remote_code=config.trust_remote_code)
@@ -174,8 +119,8 @@ class TorchJudge(TokenJudge):
         self.forward_batches = 0
         self.decode_row_steps = 0
         self.prefix_tokens_reused = 0
-        self._keeps_last_logits = "logits_to_keep" in _forward_params(self.model)
-        self._decode_cache_kwarg = _cache_param(self.model)
+        self._keeps_last_logits = "logits_to_keep" in forward_params(self.model)
+        self._decode_cache_kwarg = cache_param(self.model)
         self._shares_prefix = self._can_share_prefix()
         self._grammar_compiler: Any = None
 
@@ -279,10 +224,10 @@ class TorchJudge(TokenJudge):
         if min_shared == 0 or len(rows) < 2:
             return None
         cuts = [0] * len(rows)
-        for group in _prefix_groups(range(len(rows)), rows, max(_PREFIX_GROUP_TOKENS, min_shared)):
+        for group in prefix_groups(range(len(rows)), rows, max(_PREFIX_GROUP_TOKENS, min_shared)):
             members = [rows[j] for j in group]
-            common = min(_common_prefix_len(members[0], r) for r in members)
-            shared = _usable_prefix(common, min(len(r) for r in members), len(members), min_shared)
+            common = min(common_prefix_len(members[0], r) for r in members)
+            shared = usable_prefix(common, min(len(r) for r in members), len(members), min_shared)
             for j in group:
                 cuts[j] = shared
         heads = {tuple(r[:c]) for r, c in zip(rows, cuts, strict=True) if c}
@@ -415,9 +360,9 @@ class TorchJudge(TokenJudge):
                 (b, 0) for b in batches_by_budget(order, lengths, token_budget=budget, max_batch_size=most)
             ]
         batches: list[tuple[list[int], int]] = []
-        for group in _prefix_groups(runnable, prompts, max(_PREFIX_GROUP_TOKENS, min_shared)):
+        for group in prefix_groups(runnable, prompts, max(_PREFIX_GROUP_TOKENS, min_shared)):
             batches.extend(
-                _shared_prefix_batches(
+                shared_prefix_batches(
                     group, prompts, token_budget=budget, max_batch_size=most, min_shared=min_shared
                 )
             )
@@ -554,7 +499,7 @@ class TorchJudge(TokenJudge):
         for prompt, (tokens, reason) in zip(rows, decoded, strict=True):
             text = self.tokenizer.decode(tokens, skip_special_tokens=True)
             # Also where the cap came first: a stop string in the text still ends it.
-            cut = _first_stop(text, params.stop)
+            cut = first_stop(text, params.stop)
             if cut is not None:
                 text, reason = text[:cut], "stop"
             results.append(
@@ -582,11 +527,9 @@ class TorchJudge(TokenJudge):
 
         stops = [s for s in params.stop if s]
         eos = set(self.eos_ids)
-        constraint = _GrammarMask(grammar, len(rows)) if grammar is not None else None
+        constraint = GrammarMask(grammar, len(rows)) if grammar is not None else None
         sampler = (
-            None
-            if params.greedy
-            else _SeededSampler(len(rows), params.seed, params.temperature, params.top_p)
+            None if params.greedy else SeededSampler(len(rows), params.seed, params.temperature, params.top_p)
         )
         tokens: list[list[int]] = [[] for _ in rows]
         reasons = [""] * len(rows)  # "" while the row is still decoding
@@ -615,7 +558,7 @@ class TorchJudge(TokenJudge):
                 # character that only the next one completes.
                 texts = self.tokenizer.batch_decode([tokens[r] for r in going], skip_special_tokens=True)
                 for r, text in zip(going, texts, strict=True):
-                    if _first_stop(text, stops) is not None:
+                    if first_stop(text, stops) is not None:
                         reasons[r] = "stop"
             keep = [j for j, r in enumerate(live) if not reasons[r]]
             if not keep:
@@ -650,205 +593,3 @@ class TorchJudge(TokenJudge):
             f"{self.device.describe()}: {type(e).__name__}: {e}. If it ran out of memory, lower token_budget "
             f"(now {self.config.token_budget}) or max_batch_size (now {self.config.max_batch_size})."
         )
-
-
-def _forward_params(model: Any) -> set[str]:
-    import inspect
-
-    return set(inspect.signature(model.forward).parameters)
-
-
-def _cache_param(model: Any) -> str | None:
-    """The forward argument that takes a KV cache, or None where the model takes none."""
-    params = _forward_params(model)
-    if "use_cache" not in params:
-        return None
-    # transformers 5 renamed `past_key_values` to `cache`; older releases (>= 4.56) take the old name.
-    return next((n for n in ("cache", "past_key_values") if n in params), None)
-
-
-def _common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading tokens `a` and `b` share.
-
-    >>> _common_prefix_len([1, 2, 3, 4], [1, 2, 5])
-    2
-    """
-    n = 0
-    for x, y in zip(a, b, strict=False):  # stops at the shorter, by design
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _prefix_groups(
-    runnable: Sequence[int], prompts: Sequence[Sequence[int]], key_tokens: int
-) -> list[list[int]]:
-    """Requests grouped by their first `key_tokens` tokens, each group longest first, groups in order of
-    their longest prompt (so that a batch that runs out of memory still does so first).
-
-    A prompt no longer than `key_tokens`, or the only one with its first tokens, goes to one remaining
-    group, whose batches share a prefix only by chance.
-
-    >>> _prefix_groups([0, 1, 2, 3, 4], [[1, 2, 3], [7, 8, 9, 9], [1, 2, 4, 4, 4], [5], [1, 2, 9]], 2)
-    [[2, 0, 4], [1, 3]]
-    """
-    by_key: dict[tuple[int, ...], list[int]] = {}
-    loose: list[int] = []
-    for i in runnable:
-        if len(prompts[i]) > key_tokens:
-            by_key.setdefault(tuple(prompts[i][:key_tokens]), []).append(i)
-        else:
-            loose.append(i)
-    groups = [g for g in by_key.values() if len(g) > 1]
-    loose.extend(i for g in by_key.values() if len(g) == 1 for i in g)
-    if loose:
-        groups.append(sorted(loose))
-    ordered = [[g[j] for j in longest_first([len(prompts[i]) for i in g])] for g in groups]
-    return sorted(ordered, key=lambda g: -len(prompts[g[0]]))
-
-
-def _shared_prefix_batches(
-    order: Sequence[int],
-    prompts: Sequence[Sequence[int]],
-    *,
-    token_budget: int,
-    max_batch_size: int,
-    min_shared: int,
-) -> list[tuple[list[int], int]]:
-    """Cut `order` into batches as `batches_by_budget` does, but let a batch whose rows share a prefix of
-    at least `min_shared` tokens count it once: prefix + rows x longest suffix.
-
-    Returns:
-        (batch, shared) pairs: the request indices and the prefix length that batch's rows share, at most
-        its shortest prompt less one (so that every row keeps a token to read the next-token logits
-        after); 0 for a batch that runs unshared (one row, or too short a common prefix).
-
-    >>> prompts = [[1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 7], [1, 2, 3, 4], [9, 9]]
-    >>> _shared_prefix_batches([0, 1, 2, 3], prompts, token_budget=12, max_batch_size=8, min_shared=2)
-    [([0, 1, 2], 3), ([3], 0)]
-    """
-    batches: list[tuple[list[int], int]] = []
-    batch: list[int] = []
-    common = shortest = longest = shared = 0
-    for i in order:
-        row = prompts[i]
-        if batch:
-            # The common prefix of a set is the least it shares with any one member, e.g. the first.
-            c = min(common, _common_prefix_len(prompts[batch[0]], row))
-            low, top = min(shortest, len(row)), max(longest, len(row))
-            s = _usable_prefix(c, low, len(batch) + 1, min_shared)
-            if len(batch) < max_batch_size and s + (len(batch) + 1) * (top - s) <= token_budget:
-                batch.append(i)
-                common, shortest, longest, shared = c, low, top, s
-                continue
-            batches.append((batch, shared))
-        batch, common, shortest, longest, shared = [i], len(row), len(row), len(row), 0
-    if batch:
-        batches.append((batch, shared))
-    return batches
-
-
-def _usable_prefix(common: int, shortest: int, rows: int, min_shared: int) -> int:
-    """The prefix a batch runs once: its rows' common prefix, less a token if that is a whole prompt;
-    0 when one row or fewer than `min_shared` tokens would be shared.
-
-    >>> _usable_prefix(40, 40, 3, 32), _usable_prefix(40, 40, 1, 32), _usable_prefix(20, 50, 3, 32)
-    (39, 0, 0)
-    """
-    shared = min(common, shortest - 1)
-    return shared if rows > 1 and shared >= min_shared else 0
-
-
-def _first_stop(text: str, stops: Sequence[str]) -> int | None:
-    hits = [k for k in (text.find(s) for s in stops if s) if k >= 0]
-    return min(hits) if hits else None
-
-
-class _GrammarMask:
-    """Keeps each row of a decode batch inside its JSON-schema grammar, with one xgrammar matcher per row.
-
-    Written here rather than using `xgrammar.contrib.hf.LogitsProcessor`, which is bound to a fixed batch:
-    here rows leave the batch as they finish, and `keep` drops their matchers with them. The mask is
-    unpacked with plain torch ops so it runs on any device.
-    """
-
-    def __init__(self, grammar: Any, rows: int) -> None:
-        import xgrammar
-
-        self.matchers = [xgrammar.GrammarMatcher(grammar) for _ in range(rows)]
-        self.active = [True] * rows
-        self.bitmask = xgrammar.allocate_token_bitmask(rows, grammar.tokenizer_info.vocab_size)
-
-    def mask(self, scores: torch.Tensor) -> torch.Tensor:
-        """`scores` `[L, V]` (row j: the batch's j-th live row), -inf wherever the grammar forbids."""
-        import torch
-
-        if not any(self.active):
-            return scores
-        rows = len(self.matchers)
-        for i, m in enumerate(self.matchers):
-            if self.active[i]:
-                m.fill_next_token_bitmask(self.bitmask, i)
-        bits = self.bitmask[:rows].to(scores.device)
-        shifts = torch.arange(32, dtype=bits.dtype, device=bits.device)
-        allowed = ((bits.unsqueeze(-1) >> shifts) & 1).bool().flatten(1)
-        allowed = allowed[:, : scores.shape[1]]
-        if allowed.shape[1] < scores.shape[1]:
-            # Logits wider than the grammar's vocabulary (padded lm_head): never allow the extra ids.
-            pad = torch.zeros(rows, scores.shape[1] - allowed.shape[1], dtype=torch.bool)
-            allowed = torch.cat([allowed, pad.to(allowed.device)], dim=1)
-        allowed[~torch.tensor(self.active, device=allowed.device)] = True
-        return scores.masked_fill(~allowed, float("-inf"))
-
-    def accept(self, tokens: list[int]) -> list[bool]:
-        """Advance each row's matcher by its new token; True where the grammar has ended (it accepted a stop
-        token)."""
-        for i, (m, token) in enumerate(zip(self.matchers, tokens, strict=True)):
-            # Only a token the mask forbade is refused (a sampler's rounding at the very end of the CDF);
-            # the matcher cannot follow the text past it, so that row decodes on unconstrained.
-            if self.active[i] and not m.accept_token(token):
-                self.active[i] = False
-        return [a and m.is_terminated() for a, m in zip(self.active, self.matchers, strict=True)]
-
-    def keep(self, rows: list[int]) -> None:
-        """Keep only these rows, in this order (the rows still decoding)."""
-        self.matchers = [self.matchers[j] for j in rows]
-        self.active = [self.active[j] for j in rows]
-
-
-class _SeededSampler:
-    """Samples each row from its own seeded generator.
-
-    transformers' sampling draws from the global RNG, so a row's sample would depend on the other rows of
-    its batch. Here each row owns a CPU generator seeded with `params.seed` that yields one uniform number
-    per step; the token is found by inverse CDF over the (temperature-scaled, top-p-truncated) distribution
-    on the device. A row's k-th token always uses its k-th number, whichever rows remain beside it.
-    """
-
-    def __init__(self, rows: int, seed: int, temperature: float, top_p: float) -> None:
-        import torch
-
-        self.generators = [torch.Generator().manual_seed(seed) for _ in range(rows)]
-        self.temperature = temperature
-        self.top_p = top_p
-
-    def __call__(self, scores: torch.Tensor) -> torch.Tensor:
-        """The sampled token of each row `[L]` long, from `scores` `[L, V]` (-inf: never)."""
-        import torch
-
-        u = torch.cat([torch.rand(1, generator=g) for g in self.generators]).to(scores.device)
-        probs = torch.softmax(scores.float() / self.temperature, dim=-1)
-        sorted_p, order = probs.sort(dim=-1, descending=True)
-        cdf = sorted_p.cumsum(dim=-1)
-        if self.top_p < 1.0:
-            # Keep the smallest prefix whose mass reaches top_p (the most likely token is always kept).
-            sorted_p = sorted_p * ((cdf - sorted_p) < self.top_p)
-            cdf = sorted_p.cumsum(dim=-1)
-        target = (u * cdf[:, -1]).unsqueeze(1)
-        pos = torch.searchsorted(cdf, target, right=True).clamp_(max=scores.shape[1] - 1)
-        return order.gather(1, pos).squeeze(1)
-
-    def keep(self, rows: list[int]) -> None:
-        """Keep only these rows' generators, in this order (the rows still decoding)."""
-        self.generators = [self.generators[j] for j in rows]
