@@ -1,12 +1,13 @@
 """`TorchJudge`: a judge LLM run with transformers on an Ascend NPU, a CUDA GPU or the CPU.
 
-Requests are rendered with the tokenizer's chat template, sorted longest first, cut into batches by a
-padded-token budget, left-padded and run; results come back in input order. `classify` answers from the
-next-token distribution of one forward pass. `generate` runs its own decode loop over a KV cache: greedy
-(or seeded sampling), stop strings, and output constrained to a JSON schema with xgrammar, the grammar
-engine vLLM uses; a row that finishes leaves the batch, so later steps compute only the rows still
-decoding. In both, when the rows of a batch share a long prompt prefix (a prompt's instruction and few-shot
-examples), that prefix runs once and its KV cache serves every row.
+The facade over the planner (`plan`: a prefix tree over the prompts' token ids), the runner (`runner`:
+prompt passes served from the tree's KV, decode steps) and the decode loop (`decode`: continuous batching,
+with the grammar and sampler of `processors`). Requests are rendered with the tokenizer's chat template;
+results come back in input order. `classify` answers from the next-token distribution after each prompt:
+one prompt pass. `generate` decodes over a KV cache: greedy (or seeded sampling), stop strings, and output
+constrained to a JSON schema with xgrammar, the grammar engine vLLM uses. In both, a run of prompt tokens
+that several prompts share (a prompt's preamble; a sample's block) runs once and its KV cache serves every
+prompt beneath it, and stays for later calls within `kv_cache_bytes`.
 
 torch, transformers and xgrammar are imported when a judge is built, not when this module is imported.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ascend_eval.models.base import (
     ClassifyRequest,
@@ -25,29 +26,19 @@ from ascend_eval.models.base import (
     GenerateResult,
     GenerationParams,
 )
-from ascend_eval.models.batching import batches_by_budget, longest_first, scatter
+from ascend_eval.models.batching import longest_first, scatter
 from ascend_eval.models.device import DeviceInfo, resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
 from ascend_eval.models.judge.base import LabelIds, TokenJudge
-from ascend_eval.models.judge.torch.config import TorchJudgeConfig, cache_param, forward_params, import_engine
-from ascend_eval.models.judge.torch.plan import (
-    common_prefix_len,
-    prefix_groups,
-    shared_prefix_batches,
-    usable_prefix,
-)
-from ascend_eval.models.judge.torch.processors import GrammarMask, SeededSampler, first_stop
-
-if TYPE_CHECKING:
-    import torch
+from ascend_eval.models.judge.torch.config import TorchJudgeConfig, import_engine
+from ascend_eval.models.judge.torch.decode import decode
+from ascend_eval.models.judge.torch.plan import Node, batches_by_tails, prefix_cuts
+from ascend_eval.models.judge.torch.processors import first_stop
+from ascend_eval.models.judge.torch.runner import Runner
 
 __all__ = ["TorchJudge"]
 
 log = logging.getLogger(__name__)
-
-_PREFIX_GROUP_TOKENS = 64
-"""`classify` batches together rows whose first this-many tokens agree, so that a batch's rows share one
-prompt's instruction rather than only the chat template's preamble (24 tokens for SmolLM2)."""
 
 
 class TorchJudge(TokenJudge):
@@ -59,15 +50,11 @@ class TorchJudge(TokenJudge):
 
     Attributes:
         device: where the model runs.
+        dtype: the torch dtype the model computes in (`config.dtype`, "auto" resolved by the device).
         max_model_len: the effective limit on prompt plus output tokens (None: unlimited).
-        forward_batches: how many model forward calls have run so far: per batch, one over the prompts (two
-            when its rows share a prompt prefix), then for `generate` one per decode step, that is per
-            token after the first of the batch's longest answer; for logs and tests.
-        decode_row_steps: rows computed by `generate`'s decode steps so far, summed over steps. A row leaves
-            the batch when it finishes, so each request adds its completion tokens less one (its first
-            token comes from the prompt pass), however long the other answers of its batch are.
-        prefix_tokens_reused: how many prompt tokens were not recomputed because a batch's rows shared them
-            (rows - 1 times the shared prefix, summed over batches).
+        runner: runs the model and holds the prefix tree.
+        prefix_tokens_reused: prompt tokens not computed because their KV came from a shared or kept
+            prefix: the prompt tokens of the calls so far less `computed_prompt_tokens`.
 
     Raises:
         ConfigError: a setting is invalid for this model.
@@ -116,12 +103,8 @@ class TorchJudge(TokenJudge):
                 f"Use max_model_len <= {limit} or None."
             )
         self.max_model_len = config.max_model_len or limit
-        self.forward_batches = 0
-        self.decode_row_steps = 0
         self.prefix_tokens_reused = 0
-        self._keeps_last_logits = "logits_to_keep" in forward_params(self.model)
-        self._decode_cache_kwarg = cache_param(self.model)
-        self._shares_prefix = self._can_share_prefix()
+        self.runner = Runner(self.model, self.device, self.pad_id, config, self.model_id)
         self._grammar_compiler: Any = None
 
     # ------------------------------------------------------------------ shared helpers
@@ -144,172 +127,67 @@ class TorchJudge(TokenJudge):
             )
         return tuple(ids)
 
-    def _can_share_prefix(self) -> bool:
-        """Whether a batch's rows may run a shared prompt prefix once and expand its KV cache to every row.
+    # ------------------------------------------------------------------ statistics
 
-        Sharing needs every layer's cache to be transformers' plain `DynamicLayer`: full attention whose
-        `update` concatenates new keys onto the cached ones. Sliding-window, chunked and recurrent layers
-        keep other state, for which the prefix's cache could not simply be expanded to the batch.
-        """
-        if self._decode_cache_kwarg is None:
-            return False
-        try:
-            from transformers.cache_utils import DynamicLayer
+    @property
+    def forward_batches(self) -> int:
+        """Model forward calls so far: prompt passes (one per tree level a batch needs computed, then one
+        over the rows' own tokens) and decode steps; for logs and tests."""
+        return self.runner.forward_batches
 
-            layers = self._new_cache().layers
-        except Exception:  # an older or unusual cache API: keep the plain path rather than guess
-            return False
-        return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
+    @property
+    def decode_row_steps(self) -> int:
+        """Rows computed by `generate`'s decode steps so far, summed over steps: each request adds its
+        completion tokens less one (its first token comes from its prompt pass)."""
+        return self.runner.decode_row_steps
 
-    def _left_pad(self, rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """input_ids, attention_mask and position_ids `[B, T]` long, left-padded, on the device."""
-        import torch
+    @property
+    def computed_prompt_tokens(self) -> int:
+        """Prompt tokens actually run through the model so far (padding not counted): each shared prefix
+        counts once, a prefix whose KV was kept from an earlier call not at all."""
+        return self.runner.computed_prompt_tokens
 
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            if r:
-                ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
-                mask[i, width - len(r) :] = 1
-        # Left padding shifts each row; positions must count real tokens only, or a padded row would be
-        # computed at other positions than the same prompt alone.
-        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        dev = self.device.torch_device
-        return ids.to(dev), mask.to(dev), positions.to(dev)
+    @property
+    def kv_cache_tokens(self) -> int:
+        """Prompt tokens whose KV the prefix tree holds now (kept for later calls)."""
+        return self.runner.tree.kv_tokens
 
-    def _min_shared_prefix(self) -> int:
-        """`min_shared_prefix`, or 0 (no sharing) where the model's cache cannot be shared."""
-        return self.config.min_shared_prefix if self._shares_prefix else 0
-
-    def _new_cache(self) -> Any:
-        """An empty KV cache of the kind the model would build itself (so generation matches its own)."""
-        from transformers.cache_utils import DynamicCache
-
-        return DynamicCache(config=self.model.config)
-
-    def _forward(
-        self, what: str, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any
-    ) -> torch.Tensor:
-        """One model call over `ids` `[B, T]`, appending to `cache` (None: keep no cache).
-
-        Returns:
-            `[B, V]` logits after each row's last column (left padding puts every row's last real token
-            there); only that column goes through the lm_head where the model allows it.
-        """
-        kwargs: dict[str, Any] = {"logits_to_keep": 1} if self._keeps_last_logits else {}
-        if cache is None:
-            kwargs["use_cache"] = False
-        else:
-            # Set wherever a cache is made: `generate` checks it first, `classify` shares only with it.
-            kwargs[self._decode_cache_kwarg] = cache  # type: ignore[index]
-            kwargs["use_cache"] = True
-        try:
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, **kwargs)
-        except Exception as e:
-            raise self._batch_error(what, ids, e) from e
-        self.forward_batches += 1
-        return out.logits[:, -1, :]
+    def clear_prefix_cache(self) -> None:
+        """Drop the KV kept between calls (e.g. at the end of a run)."""
+        self.runner.tree.clear()
 
     def prefix_cuts(self, rows: list[list[int]]) -> list[int] | None:
-        """For `_prefill`: how many leading tokens of each row run once per distinct prefix, or None to
-        run whole prompts in one pass.
+        """How many leading tokens of each row a batch of `rows` alone would serve from a shared prefix's
+        KV (0: none), or None where it would run them whole (see `plan.prefix_cuts`)."""
+        return prefix_cuts(rows, self.runner.min_shared)
 
-        Rows are grouped by their first tokens as in `classify` (say the zh and the en prompt of one
-        family); a group shares its common prefix when that reaches `min_shared_prefix`, other rows cut
-        nothing. Two passes are taken only when they compute fewer padded tokens than one and hold the KV
-        cache no wider than one would (a short prefix before a long suffix of another row would widen it).
-        """
-        min_shared = self._min_shared_prefix()
-        if min_shared == 0 or len(rows) < 2:
-            return None
-        cuts = [0] * len(rows)
-        for group in prefix_groups(range(len(rows)), rows, max(_PREFIX_GROUP_TOKENS, min_shared)):
-            members = [rows[j] for j in group]
-            common = min(common_prefix_len(members[0], r) for r in members)
-            shared = usable_prefix(common, min(len(r) for r in members), len(members), min_shared)
-            for j in group:
-                cuts[j] = shared
-        heads = {tuple(r[:c]) for r, c in zip(rows, cuts, strict=True) if c}
-        head_width = max(cuts)
-        tail_width = max(len(r) - c for r, c in zip(rows, cuts, strict=True))
-        width = max(len(r) for r in rows)
-        if not heads or head_width + tail_width > width:
-            return None
-        return cuts if len(heads) * head_width + len(rows) * tail_width < len(rows) * width else None
+    def _plan(self, prompts: dict[int, list[int]]) -> dict[int, Node | None]:
+        """Insert the call's prompts in the prefix tree; per prompt, the node whose KV serves it, pinned
+        until its prompt has run."""
+        tree = self.runner.tree
+        if tree.min_shared == 0:
+            return dict.fromkeys(prompts)
+        for p in prompts.values():
+            tree.insert(p[:-1])
+        served = {i: tree.serving(p[:-1]) for i, p in prompts.items()}
+        for node in served.values():
+            tree.pin(node, 1)
+        return served
 
-    def _prefill(
-        self, rows: list[list[int]], cuts: list[int] | None, cache: Any, what: str
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Run the prompts, left-padded, into `cache`; with `cuts`, each distinct prefix `row[:cut]` first
-        runs once (one row per prefix), its KV cache is laid out per row, and a second pass runs the rest.
-
-        Args:
-            rows: each prompt's token ids.
-            cuts: per row, how many leading tokens belong to a prefix that rows share (0: none, the row runs
-                whole in the second pass), at most its length less one; then `cache` must be a cache of
-                plain `DynamicLayer`s, as `_can_share_prefix` checks. None runs whole prompts in one pass.
-            cache: an empty KV cache to fill, or None to keep none.
-            what: names the batch in error messages.
-
-        Returns:
-            logits `[B, V]` after each whole prompt; the attention mask `[B, T]` long over what `cache`
-            now holds (0 on padding); and each row's next position `[B]` long (its prompt length).
-        """
-        import torch
-
-        dev = self.device.torch_device
-        if cuts is None:
-            ids, mask, positions = self._left_pad(rows)
-            return self._forward(what, ids, mask, positions, cache), mask, positions[:, -1] + 1
-
-        index: dict[tuple[int, ...], int] = {}
-        for r, c in zip(rows, cuts, strict=True):
-            if c:
-                index.setdefault(tuple(r[:c]), len(index))
-        heads = list(index)
-        ids, head_mask, positions = self._left_pad(heads)
-        self._forward(
-            f"{what} (shared prefixes of up to {max(cuts)} tokens)", ids, head_mask, positions, cache
-        )
-        # A row without a prefix borrows the first one's keys, all masked out.
-        owner = torch.tensor(
-            [index.get(tuple(r[:c]), 0) for r, c in zip(rows, cuts, strict=True)], device=dev
-        )
-        for layer in cache.layers:
-            if len(heads) == 1:
-                # A view, not a copy: DynamicLayer.update concatenates the suffix's keys onto the cached ones
-                # with torch.cat, which reads a stride-0 batch dimension like any other, so the prefix is
-                # written out per row only inside the concatenation that happens anyway.
-                layer.keys = layer.keys.expand(len(rows), -1, -1, -1)
-                layer.values = layer.values.expand(len(rows), -1, -1, -1)
-            else:
-                layer.keys = layer.keys.index_select(0, owner)
-                layer.values = layer.values.index_select(0, owner)
-        cut = torch.tensor(cuts, device=dev).unsqueeze(1)
-        head_mask = head_mask.index_select(0, owner) * (cut > 0)
-        self.prefix_tokens_reused += sum(cuts) - sum(len(h) for h in heads)
-
-        # The suffixes are left-padded, so the padding sits between each row's prefix and its suffix, masked
-        # out, and every row's last real token is the batch's last column. Right padding would put it at a
-        # different column per row, and `logits_to_keep` keeps the same columns for every row: reading them
-        # would mean logits for rows x distinct suffix lengths x vocabulary, or calling the lm_head by hand
-        # past model-specific logit scaling. With full attention only (see `_can_share_prefix`), masked keys
-        # in the middle are as invisible as masked keys at the start.
-        ids, mask, positions = self._left_pad([r[c:] for r, c in zip(rows, cuts, strict=True)])
-        mask = torch.cat([head_mask, mask], dim=1)
-        positions = positions + cut  # each suffix continues right after its prefix
-        logits = self._forward(f"{what} (after shared prefixes)", ids, mask, positions, cache)
-        return logits, mask, positions[:, -1] + 1
+    def _count_reuse(self, prompt_tokens: int, computed_before: int) -> int:
+        reused = prompt_tokens - (self.runner.computed_prompt_tokens - computed_before)
+        self.prefix_tokens_reused += reused
+        return reused
 
     # ------------------------------------------------------------------ classify
 
     def classify(self, requests: Sequence[ClassifyRequest]) -> list[ClassifyResult]:
-        """Probabilities over each request's labels from one forward pass per batch.
+        """Probabilities over each request's labels from the logits after its prompt.
 
         The chat is rendered with the assistant turn opened and `answer_prefix` appended; each label counts
         the next-token probability of its first token as it would follow the prompt, plus the variant with a
         leading space when that is a different token; the probabilities are normalised over the labels.
+        Requests served by the same shared prefix are batched together.
 
         Returns:
             One `ClassifyResult` per request, in input order; a prompt over `max_model_len` gets an error
@@ -317,11 +195,11 @@ class TorchJudge(TokenJudge):
 
         Raises:
             ConfigError: two labels of a request start with the same token, so they cannot be told apart.
+            BackendError: a batch failed in the model (e.g. out of memory: lower token_budget).
         """
         if not requests:
             return []
         prompts, label_ids = self.classify_prompts(requests)
-
         pieces: list[tuple[list[int], list[ClassifyResult]]] = []
         runnable: list[int] = []
         for i, (r, p) in enumerate(zip(requests, prompts, strict=True)):
@@ -331,54 +209,65 @@ class TorchJudge(TokenJudge):
             else:
                 runnable.append(i)
         lengths = [len(p) for p in prompts]
-        reused_before = self.prefix_tokens_reused
-        batches = self._classify_batches(runnable, prompts)
-        for batch, shared in batches:
-            probs = self._classify_batch([prompts[i] for i in batch], [label_ids[i] for i in batch], shared)
-            results = [
-                ClassifyResult(labels=requests[i].labels, probs=tuple(p), prompt_tokens=lengths[i])
-                for i, p in zip(batch, probs, strict=True)
-            ]
-            pieces.append((batch, results))
+        computed = self.runner.computed_prompt_tokens
+        try:
+            served = self._plan({i: prompts[i] for i in runnable})
+            batches = self._classify_batches(runnable, lengths, served)
+            for batch in batches:
+                probs = self._classify_batch(
+                    [prompts[i] for i in batch], [served[i] for i in batch], [label_ids[i] for i in batch]
+                )
+                results = [
+                    ClassifyResult(labels=requests[i].labels, probs=tuple(p), prompt_tokens=lengths[i])
+                    for i, p in zip(batch, probs, strict=True)
+                ]
+                pieces.append((batch, results))
+        finally:
+            self.runner.tree.end_call()
+        reused = self._count_reuse(sum(lengths[i] for i in runnable), computed)
         log.debug(
-            "classify: %d requests in %d batches (%d sharing a prefix), %d prefix tokens reused.",
+            "classify: %d requests in %d batches, %d prompt tokens reused.",
             len(requests),
             len(batches),
-            sum(1 for _, shared in batches if shared),
-            self.prefix_tokens_reused - reused_before,
+            reused,
         )
         return scatter(len(requests), pieces)
 
-    def _classify_batches(self, runnable: list[int], prompts: list[list[int]]) -> list[tuple[list[int], int]]:
-        """Cut the runnable requests into batches, each with the prefix length its rows share (0: none)."""
-        lengths = [len(p) for p in prompts]
-        budget, most = self.config.token_budget, self.config.max_batch_size
-        min_shared = self._min_shared_prefix()
-        if min_shared == 0:
-            order = [runnable[j] for j in longest_first([lengths[i] for i in runnable])]
-            return [
-                (b, 0) for b in batches_by_budget(order, lengths, token_budget=budget, max_batch_size=most)
-            ]
-        batches: list[tuple[list[int], int]] = []
-        for group in prefix_groups(runnable, prompts, max(_PREFIX_GROUP_TOKENS, min_shared)):
-            batches.extend(
-                shared_prefix_batches(
-                    group, prompts, token_budget=budget, max_batch_size=most, min_shared=min_shared
-                )
-            )
-        return batches
+    def _classify_batches(
+        self, runnable: list[int], lengths: list[int], served: dict[int, Node | None]
+    ) -> list[list[int]]:
+        """Requests served by one node together (groups by their longest prompt, longest first; so a batch
+        that runs out of memory still does so first), cut by `token_budget` counting the prefix once."""
+        groups: dict[int, list[int]] = {}
+        for i in runnable:
+            groups.setdefault(id(served[i]), []).append(i)
+        ordered = [[g[j] for j in longest_first([lengths[i] for i in g])] for g in groups.values()]
+        ordered.sort(key=lambda g: -lengths[g[0]])
+        order = [i for g in ordered for i in g]
+        cuts = [0] * len(lengths)
+        for i in runnable:
+            node = served[i]
+            cuts[i] = 0 if node is None else node.end
+        return batches_by_tails(
+            order,
+            cuts,
+            lengths,
+            token_budget=self.config.token_budget,
+            max_batch_size=self.config.max_batch_size,
+        )
 
     def _classify_batch(
-        self, rows: list[list[int]], label_ids: list[LabelIds], shared: int
+        self, rows: list[list[int]], served: list[Node | None], label_ids: list[LabelIds]
     ) -> list[list[float]]:
         import torch
 
         from ascend_eval.kernels.label_softmax import label_id_matrix, label_softmax_native
 
         with self.device.inference_mode():
-            # A cache only where a shared prefix must hand its keys to the suffix pass.
-            cache = self._new_cache() if shared else None
-            last, _, _ = self._prefill(rows, [shared] * len(rows) if shared else None, cache, "classify")
+            last, _ = self.runner.prefill(rows, served, "classify", keep_cache=False)
+            for node in served:
+                self.runner.tree.pin(node, -1)
+            self.runner.tree.evict()
             probs: list[list[float]] = [[] for _ in rows]
             # Rows of one batch may ask about different label sets; run the op once per distinct set.
             groups: dict[tuple[tuple[int, ...], ...], list[int]] = {}
@@ -391,8 +280,6 @@ class TorchJudge(TokenJudge):
                     probs[j] = row
         return probs
 
-    # ------------------------------------------------------------------ generate
-
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
         """Decode an answer for every request, batched by equal `GenerationParams`.
 
@@ -401,9 +288,9 @@ class TorchJudge(TokenJudge):
         (up to floating-point differences between batch shapes). Stop strings end the text and are cut
         from it; with `json_schema` the output is constrained by xgrammar to match the schema.
 
-        Each batch runs its prompts once into a KV cache (a prefix its rows share, once), then decodes a
-        token per live row per step; a row that ends leaves the batch, so a batch costs what its answers
-        are long, not its rows times its longest answer.
+        Rows decode together with continuous batching (see `decode`): a row that ends leaves the batch and
+        a waiting row's prompt runs and joins it, so the batch stays full and a request costs what its own
+        answer is long.
 
         Returns:
             One `GenerateResult` per request, in input order. finish_reason is "length" when max_tokens (or
@@ -416,7 +303,7 @@ class TorchJudge(TokenJudge):
         """
         if not requests:
             return []
-        if self._decode_cache_kwarg is None:
+        if self.runner.cache_kwarg is None:
             raise ConfigError(
                 f"Judge {self.model_id}: its forward() takes no KV cache (neither `cache` nor "
                 "`past_key_values` with `use_cache`), which TorchJudge.generate decodes with. Use a "
@@ -428,22 +315,59 @@ class TorchJudge(TokenJudge):
             groups.setdefault(r.params, []).append(i)
 
         pieces: list[tuple[list[int], list[GenerateResult]]] = []
+        runnable: dict[GenerationParams, list[int]] = {}
         for params, members in groups.items():
-            grammar = self.compile_schema(params.json_schema) if params.json_schema is not None else None
-            runnable: list[int] = []
             for i in members:
                 error = self.too_long(len(prompts[i]), 1)
                 if error is not None:
                     pieces.append(([i], [GenerateResult.failed(error)]))
                 else:
-                    runnable.append(i)
-            caps = {i: self.new_token_cap(len(prompts[i]), params.max_tokens) for i in runnable}
-            for batch in self._generate_batches(runnable, prompts, caps):
-                results = self._generate_batch(
-                    [prompts[i] for i in batch], [caps[i] for i in batch], params, grammar
+                    runnable.setdefault(params, []).append(i)
+        computed = self.runner.computed_prompt_tokens
+        try:
+            grammars = {p: self.compile_schema(p.json_schema) for p in runnable if p.json_schema is not None}
+            served = self._plan({i: prompts[i] for members in runnable.values() for i in members})
+            for params, members in runnable.items():
+                caps = {i: self.new_token_cap(len(prompts[i]), params.max_tokens) for i in members}
+                # Longest first (prompt plus cap), so that a row that runs out of memory does so first.
+                order = [members[j] for j in longest_first([len(prompts[i]) + caps[i] for i in members])]
+                with self.device.inference_mode():
+                    decoded = decode(
+                        self.runner,
+                        self.tokenizer,
+                        set(self.eos_ids),
+                        [prompts[i] for i in order],
+                        [served[i] for i in order],
+                        [caps[i] for i in order],
+                        params,
+                        grammars.get(params),
+                    )
+                pieces.append(
+                    (
+                        order,
+                        [self._result(prompts[i], d, params) for i, d in zip(order, decoded, strict=True)],
+                    )
                 )
-                pieces.append((batch, results))
+        finally:
+            self.runner.tree.end_call()
+        self._count_reuse(sum(len(prompts[i]) for m in runnable.values() for i in m), computed)
         return scatter(len(requests), pieces)
+
+    def _result(
+        self, prompt: list[int], decoded: tuple[list[int], str], params: GenerationParams
+    ) -> GenerateResult:
+        tokens, reason = decoded
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        # Also where the cap came first: a stop string in the text still ends it.
+        cut = first_stop(text, params.stop)
+        if cut is not None:
+            text, reason = text[:cut], "stop"
+        return GenerateResult(
+            text=text,
+            finish_reason=reason,
+            prompt_tokens=len(prompt),
+            completion_tokens=len(tokens),  # type: ignore[arg-type]
+        )
 
     def compile_schema(self, schema_text: str) -> Any:
         """The xgrammar grammar `generate` constrains a `json_schema` request with: compact JSON, no free
@@ -472,124 +396,3 @@ class TorchJudge(TokenJudge):
             return self._grammar_compiler.compile_json_schema(schema_text, any_whitespace=False)
         except Exception as e:
             raise ConfigError(f"xgrammar cannot compile the json_schema {schema_text[:200]!r}: {e}") from e
-
-    def _generate_batches(
-        self, runnable: list[int], prompts: list[list[int]], caps: dict[int, int]
-    ) -> list[list[int]]:
-        """Cut the runnable requests longest first into batches by `token_budget`, each row counting its
-        prompt plus its new-token cap (a shared prefix too: once decoding starts the cache holds it per row).
-
-        Not grouped by prompt prefix as `classify` is: a batch decodes until its longest answer ends, so
-        two batches cost two such tails, which on a CPU outweighs the prompt tokens that grouping saves.
-        `_prefix_cuts` finds the prefixes a batch's rows share instead, several if need be.
-        """
-        # batches_by_budget indexes `lengths` by request position, so give it a dense list.
-        lengths = [len(p) + caps.get(i, 0) for i, p in enumerate(prompts)]
-        order = [runnable[j] for j in longest_first([lengths[i] for i in runnable])]
-        return batches_by_budget(
-            order, lengths, token_budget=self.config.token_budget, max_batch_size=self.config.max_batch_size
-        )
-
-    def _generate_batch(
-        self, rows: list[list[int]], caps: list[int], params: GenerationParams, grammar: Any
-    ) -> list[GenerateResult]:
-        with self.device.inference_mode():
-            decoded = self._decode(rows, caps, params, grammar)
-        results = []
-        for prompt, (tokens, reason) in zip(rows, decoded, strict=True):
-            text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-            # Also where the cap came first: a stop string in the text still ends it.
-            cut = first_stop(text, params.stop)
-            if cut is not None:
-                text, reason = text[:cut], "stop"
-            results.append(
-                GenerateResult(
-                    text=text, finish_reason=reason, prompt_tokens=len(prompt), completion_tokens=len(tokens)
-                )
-            )
-        return results
-
-    def _decode(
-        self, rows: list[list[int]], caps: list[int], params: GenerationParams, grammar: Any
-    ) -> list[tuple[list[int], str]]:
-        """Prefill the batch, then add a token per live row per step until every row has ended.
-
-        A row ends at an EOS token (which it keeps, as transformers' `generate` does), when its grammar
-        terminates, when its decoded text first shows a stop string, or at its cap ("length"). Its KV cache,
-        mask, position and per-row state are then dropped from the batch, so later steps compute only the
-        rows still going. Decoding reads nothing from the checkpoint's generation_config (which may carry
-        sampling defaults): `params` are the only settings.
-
-        Returns:
-            Per row, its generated token ids and "stop" or "length".
-        """
-        import torch
-
-        stops = [s for s in params.stop if s]
-        eos = set(self.eos_ids)
-        constraint = GrammarMask(grammar, len(rows)) if grammar is not None else None
-        sampler = (
-            None if params.greedy else SeededSampler(len(rows), params.seed, params.temperature, params.top_p)
-        )
-        tokens: list[list[int]] = [[] for _ in rows]
-        reasons = [""] * len(rows)  # "" while the row is still decoding
-        live = list(range(len(rows)))  # the row of `rows` behind each row of the running batch
-        cache = self._new_cache()
-        logits, mask, positions = self._prefill(rows, self.prefix_cuts(rows), cache, "generate")
-        step = 0
-        while True:
-            # float32 as transformers' generate does before its processors: the sampler's softmax and
-            # cumulative sums need it, and a bfloat16 argmax picks the same token.
-            scores = logits.float()
-            if constraint is not None:
-                scores = constraint.mask(scores)
-            chosen = sampler(scores) if sampler is not None else scores.argmax(dim=-1)
-            picked = chosen.tolist()
-            ended = constraint.accept(picked) if constraint is not None else [False] * len(live)
-            for r, token, grammar_end in zip(live, picked, ended, strict=True):
-                tokens[r].append(token)
-                if token in eos or grammar_end:
-                    reasons[r] = "stop"
-                elif len(tokens[r]) >= caps[r]:
-                    reasons[r] = "length"
-            if stops:
-                going = [r for r in live if not reasons[r]]
-                # The whole text each time: a stop string may span tokens, and a token may end inside a
-                # character that only the next one completes.
-                texts = self.tokenizer.batch_decode([tokens[r] for r in going], skip_special_tokens=True)
-                for r, text in zip(going, texts, strict=True):
-                    if first_stop(text, stops) is not None:
-                        reasons[r] = "stop"
-            keep = [j for j, r in enumerate(live) if not reasons[r]]
-            if not keep:
-                break
-            if len(keep) < len(live):
-                index = torch.tensor(keep, device=mask.device)
-                cache.batch_select_indices(index)
-                mask, positions = mask.index_select(0, index), positions.index_select(0, index)
-                chosen = chosen.index_select(0, index)
-                live = [live[j] for j in keep]
-                if constraint is not None:
-                    constraint.keep(keep)
-                if sampler is not None:
-                    sampler.keep(keep)
-            step += 1
-            mask = torch.cat([mask, mask.new_ones((len(live), 1))], dim=1)
-            logits = self._forward(
-                f"generate (decode step {step})",
-                chosen.unsqueeze(1),
-                mask,
-                positions.unsqueeze(1),
-                cache,
-            )
-            positions = positions + 1
-            self.decode_row_steps += len(live)
-        return list(zip(tokens, reasons, strict=True))
-
-    def _batch_error(self, what: str, ids: torch.Tensor, e: Exception) -> BackendError:
-        rows, width = ids.shape
-        return BackendError(
-            f"Judge {self.model_id} failed on a {what} batch of {rows} rows x {width} tokens on "
-            f"{self.device.describe()}: {type(e).__name__}: {e}. If it ran out of memory, lower token_budget "
-            f"(now {self.config.token_budget}) or max_batch_size (now {self.config.max_batch_size})."
-        )

@@ -20,24 +20,33 @@ class GrammarMask:
     """Keeps each row of a decode batch inside its JSON-schema grammar, with one xgrammar matcher per row.
 
     Written here rather than using `xgrammar.contrib.hf.LogitsProcessor`, which is bound to a fixed batch:
-    here rows leave the batch as they finish, and `keep` drops their matchers with them. The mask is
+    here rows leave the batch as they finish (`keep`) and waiting rows join it (`add`). The mask is
     unpacked with plain torch ops so it runs on any device.
     """
 
-    def __init__(self, grammar: Any, rows: int) -> None:
+    def __init__(self, grammar: Any) -> None:
+        self.grammar = grammar
+        self.matchers: list[Any] = []
+        self.active: list[bool] = []
+        self.bitmask: Any = None
+
+    def add(self, rows: int) -> None:
+        """Append `rows` new rows, each at the start of the grammar."""
         import xgrammar
 
-        self.matchers = [xgrammar.GrammarMatcher(grammar) for _ in range(rows)]
-        self.active = [True] * rows
-        self.bitmask = xgrammar.allocate_token_bitmask(rows, grammar.tokenizer_info.vocab_size)
+        self.matchers.extend(xgrammar.GrammarMatcher(self.grammar) for _ in range(rows))
+        self.active.extend([True] * rows)
 
     def mask(self, scores: torch.Tensor) -> torch.Tensor:
         """`scores` `[L, V]` (row j: the batch's j-th live row), -inf wherever the grammar forbids."""
         import torch
+        import xgrammar
 
         if not any(self.active):
             return scores
         rows = len(self.matchers)
+        if self.bitmask is None or self.bitmask.shape[0] < rows:
+            self.bitmask = xgrammar.allocate_token_bitmask(rows, self.grammar.tokenizer_info.vocab_size)
         for i, m in enumerate(self.matchers):
             if self.active[i]:
                 m.fill_next_token_bitmask(self.bitmask, i)
@@ -74,15 +83,20 @@ class SeededSampler:
     transformers' sampling draws from the global RNG, so a row's sample would depend on the other rows of
     its batch. Here each row owns a CPU generator seeded with `params.seed` that yields one uniform number
     per step; the token is found by inverse CDF over the (temperature-scaled, top-p-truncated) distribution
-    on the device. A row's k-th token always uses its k-th number, whichever rows remain beside it.
+    on the device. A row's k-th token always uses its k-th number, whichever rows run beside it.
     """
 
-    def __init__(self, rows: int, seed: int, temperature: float, top_p: float) -> None:
-        import torch
-
-        self.generators = [torch.Generator().manual_seed(seed) for _ in range(rows)]
+    def __init__(self, seed: int, temperature: float, top_p: float) -> None:
+        self.generators: list[Any] = []
+        self.seed = seed
         self.temperature = temperature
         self.top_p = top_p
+
+    def add(self, rows: int) -> None:
+        """Append `rows` new rows, each with a fresh generator."""
+        import torch
+
+        self.generators.extend(torch.Generator().manual_seed(self.seed) for _ in range(rows))
 
     def __call__(self, scores: torch.Tensor) -> torch.Tensor:
         """The sampled token of each row `[L]` long, from `scores` `[L, V]` (-inf: never)."""
