@@ -15,6 +15,7 @@ torch, transformers and xgrammar are imported when a judge is built, not when th
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -106,6 +107,7 @@ class TorchJudge(TokenJudge):
         self.prefix_tokens_reused = 0
         self.runner = Runner(self.model, self.device, self.pad_id, config, self.model_id)
         self._grammar_compiler: Any = None
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ shared helpers
 
@@ -209,22 +211,24 @@ class TorchJudge(TokenJudge):
             else:
                 runnable.append(i)
         lengths = [len(p) for p in prompts]
-        computed = self.runner.computed_prompt_tokens
-        try:
-            served = self._plan({i: prompts[i] for i in runnable})
-            batches = self._classify_batches(runnable, lengths, served)
-            for batch in batches:
-                probs = self._classify_batch(
-                    [prompts[i] for i in batch], [served[i] for i in batch], [label_ids[i] for i in batch]
-                )
-                results = [
-                    ClassifyResult(labels=requests[i].labels, probs=tuple(p), prompt_tokens=lengths[i])
-                    for i, p in zip(batch, probs, strict=True)
-                ]
-                pieces.append((batch, results))
-        finally:
-            self.runner.tree.end_call()
-        reused = self._count_reuse(sum(lengths[i] for i in runnable), computed)
+        # One call at a time: the calls share the prefix tree (and the model).
+        with self._lock:
+            computed = self.runner.computed_prompt_tokens
+            try:
+                served = self._plan({i: prompts[i] for i in runnable})
+                batches = self._classify_batches(runnable, lengths, served)
+                for batch in batches:
+                    probs = self._classify_batch(
+                        [prompts[i] for i in batch], [served[i] for i in batch], [label_ids[i] for i in batch]
+                    )
+                    results = [
+                        ClassifyResult(labels=requests[i].labels, probs=tuple(p), prompt_tokens=lengths[i])
+                        for i, p in zip(batch, probs, strict=True)
+                    ]
+                    pieces.append((batch, results))
+            finally:
+                self.runner.tree.end_call()
+            reused = self._count_reuse(sum(lengths[i] for i in runnable), computed)
         log.debug(
             "classify: %d requests in %d batches, %d prompt tokens reused.",
             len(requests),
@@ -323,34 +327,40 @@ class TorchJudge(TokenJudge):
                     pieces.append(([i], [GenerateResult.failed(error)]))
                 else:
                     runnable.setdefault(params, []).append(i)
-        computed = self.runner.computed_prompt_tokens
-        try:
-            grammars = {p: self.compile_schema(p.json_schema) for p in runnable if p.json_schema is not None}
-            served = self._plan({i: prompts[i] for members in runnable.values() for i in members})
-            for params, members in runnable.items():
-                caps = {i: self.new_token_cap(len(prompts[i]), params.max_tokens) for i in members}
-                # Longest first (prompt plus cap), so that a row that runs out of memory does so first.
-                order = [members[j] for j in longest_first([len(prompts[i]) + caps[i] for i in members])]
-                with self.device.inference_mode():
-                    decoded = decode(
-                        self.runner,
-                        self.tokenizer,
-                        set(self.eos_ids),
-                        [prompts[i] for i in order],
-                        [served[i] for i in order],
-                        [caps[i] for i in order],
-                        params,
-                        grammars.get(params),
+        with self._lock:  # one call at a time: the calls share the prefix tree (and the model)
+            computed = self.runner.computed_prompt_tokens
+            try:
+                grammars = {
+                    p: self.compile_schema(p.json_schema) for p in runnable if p.json_schema is not None
+                }
+                served = self._plan({i: prompts[i] for members in runnable.values() for i in members})
+                for params, members in runnable.items():
+                    caps = {i: self.new_token_cap(len(prompts[i]), params.max_tokens) for i in members}
+                    # Longest first (prompt plus cap), so that a row that runs out of memory does so first.
+                    order = [members[j] for j in longest_first([len(prompts[i]) + caps[i] for i in members])]
+                    with self.device.inference_mode():
+                        decoded = decode(
+                            self.runner,
+                            self.tokenizer,
+                            set(self.eos_ids),
+                            [prompts[i] for i in order],
+                            [served[i] for i in order],
+                            [caps[i] for i in order],
+                            params,
+                            grammars.get(params),
+                        )
+                    pieces.append(
+                        (
+                            order,
+                            [
+                                self._result(prompts[i], d, params)
+                                for i, d in zip(order, decoded, strict=True)
+                            ],
+                        )
                     )
-                pieces.append(
-                    (
-                        order,
-                        [self._result(prompts[i], d, params) for i, d in zip(order, decoded, strict=True)],
-                    )
-                )
-        finally:
-            self.runner.tree.end_call()
-        self._count_reuse(sum(len(prompts[i]) for m in runnable.values() for i in m), computed)
+            finally:
+                self.runner.tree.end_call()
+            self._count_reuse(sum(len(prompts[i]) for m in runnable.values() for i in m), computed)
         return scatter(len(requests), pieces)
 
     def _result(

@@ -134,8 +134,9 @@ class PrefixTree:
         return head
 
     def serving(self, tokens: Sequence[int]) -> Node | None:
-        """The deepest node on `tokens`' path that has KV or is worth computing now (see `worth`), or None
-        to run the prompt whole. `tokens` must have been inserted."""
+        """The deepest node on `tokens`' path that has KV, or that two or more of the call's prompts share
+        with at least `min_shared` tokens since the node above it that has (or gets) KV; None to run the
+        prompt whole. `tokens` must have been inserted."""
         best: Node | None = None
         for node, since in self._walk(tokens):
             if node.kv is not None or (node.rows >= 2 and since >= self.min_shared):

@@ -44,6 +44,12 @@ class Batch:
         """Keep only these rows, in this order."""
         self.cache.batch_select_indices(index)
         self.mask, self.positions = self.mask.index_select(0, index), self.positions.index_select(0, index)
+        # Columns that only the rows gone had (a long prompt's): no row reads them any more.
+        start = int(self.mask.any(dim=0).long().argmax())
+        if start > 0:
+            for layer in self.cache.layers:
+                layer.keys, layer.values = layer.keys[:, :, start:], layer.values[:, :, start:]
+            self.mask = self.mask[:, start:]
 
     def extend(self, other: Batch) -> None:
         """Append `other`'s rows below these, left-padding the narrower cache with masked columns."""
