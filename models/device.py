@@ -67,15 +67,18 @@ class DeviceInfo:
         better default."""
         if self.type == "cpu":
             return cpu_supports_bf16()
-        module = self._module()
+        try:
+            ask = self._module().is_bf16_supported
+        except AttributeError:  # no torch_npu, or a torch that cannot ask: these accelerators mostly do
+            return True
         try:
             if self.type == "cuda":
                 try:
-                    return bool(module.is_bf16_supported(including_emulation=False))
+                    return bool(ask(including_emulation=False))
                 except TypeError:  # torch < 2.3 has no including_emulation (and counts no emulation)
-                    return bool(module.is_bf16_supported())
+                    return bool(ask())
             # torch_npu's torch.npu.is_bf16_supported() asks the SoC (True from the Ascend 910B on).
-            return bool(module.is_bf16_supported())
+            return bool(ask())
         except Exception:  # a driver that cannot answer: float32 is always correct
             return False
 

@@ -238,6 +238,27 @@ def test_auto_dtype_follows_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
     assert DeviceInfo("cpu").default_dtype == "float32"
 
 
+def test_accelerators_are_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CUDA and torch_npu answer `is_bf16_supported()`; where the question cannot be asked (no torch_npu),
+    an accelerator keeps bfloat16, and one whose driver fails to answer gets float32."""
+    from types import SimpleNamespace
+
+    def fails() -> bool:
+        raise RuntimeError("driver")
+
+    fake = SimpleNamespace(
+        cuda=SimpleNamespace(is_bf16_supported=lambda including_emulation=True: including_emulation),
+        npu=SimpleNamespace(is_bf16_supported=lambda: True),
+    )
+    monkeypatch.setattr(device_module, "_torch", lambda: fake)
+    assert DeviceInfo("cuda", 0).default_dtype == "float32"  # emulated only: not native
+    assert DeviceInfo("npu", 0).default_dtype == "bfloat16"
+    fake.npu = SimpleNamespace(is_bf16_supported=fails)
+    assert DeviceInfo("npu", 0).default_dtype == "float32"
+    del fake.npu
+    assert DeviceInfo("npu", 0).default_dtype == "bfloat16"
+
+
 BF16_TOLERANCE = 0.05
 """Absolute difference allowed between bfloat16 and float32 label probabilities (bfloat16 keeps 8 bits of
 mantissa: logits move by ~1e-2, label probabilities by well under this)."""
