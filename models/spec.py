@@ -83,7 +83,8 @@ class ModelSpec(BaseModel):
     """A shipped model name (`ascend-eval models`), a local directory (Hugging Face checkpoint,
     sentence-transformers or CrossEncoder directory), a `.gguf` file (judge), `local:PATH`, `local:NAME`,
     `local:default` (the role's default), or the `http(s)://` URL of an OpenAI-compatible server (a trailing
-    endpoint path such as `/v1/chat/completions` is trimmed)."""
+    endpoint path such as `/v1/chat/completions` is trimmed); a URL ending in `/embed` or `/rerank` is a
+    text-embeddings-inference server's native API."""
     role: Role | None = None
     """"judge", "embedder" or "reranker"; None takes the role of the argument the spec is passed as
     (`evaluate(judge=...)`)."""
@@ -105,7 +106,9 @@ class ModelSpec(BaseModel):
     max_retries: int | None = Field(default=None, ge=0)
     """Endpoint: further attempts after the first (None: `EndpointConfig`'s default)."""
     parallelism: int | None = Field(default=None, ge=1)
-    """Endpoint: requests in flight at once (None: `EndpointConfig`'s default)."""
+    """Endpoint: requests in flight at once, at most (fewer while the server answers 429/503). None: 128
+    for a judge, which keeps a GPU or NPU server's batch full; `EndpointConfig`'s default (8) for an
+    embedder or reranker, whose requests carry many texts each."""
     send_input_type: bool = False
     """Embedding endpoint: send NIM's `input_type` ("query" / "passage") with each request."""
 

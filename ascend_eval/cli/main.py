@@ -15,6 +15,7 @@ from ascend_eval.cli import experiments as experiments_cli
 from ascend_eval.cli import jobs as jobs_cli
 from ascend_eval.cli.process import run_command
 from ascend_eval.models.errors import AscendEvalError, ConfigError
+from ascend_eval.serve import cli as serve_cli
 
 if TYPE_CHECKING:
     from ascend_eval.models.base import Role
@@ -75,13 +76,24 @@ def _model(args: argparse.Namespace, flag: str, role: Role) -> ModelSpec | None:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from ascend_eval.api import evaluate
-    from ascend_eval.engine import RoundStats
+    from ascend_eval.engine import Progress, RoundStats
 
     def show(stats: RoundStats) -> None:
         if not args.quiet:
             from tqdm.auto import tqdm
 
             tqdm.write(stats.line(), file=sys.stderr)  # printed above the progress bar, not through it
+
+    # A terminal gets tqdm's bar; a log or pipe gets a progress line every --progress-every seconds.
+    last = [0.0]
+
+    def progress_line(snapshot: Progress) -> None:
+        if args.quiet or sys.stderr.isatty():
+            return
+        final = snapshot.scores_done >= snapshot.scores_total
+        if final or snapshot.elapsed - last[0] >= args.progress_every:
+            last[0] = snapshot.elapsed
+            print(f"progress: {snapshot.line()}", file=sys.stderr, flush=True)
 
     # Everything about the output folder that can be wrong is found before any model loads.
     from ascend_eval.results import check_output_dir
@@ -104,6 +116,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         column_map=parse_column_map(args.column_map),
         progress=not args.quiet,
         on_round=show,
+        on_progress=progress_line,
     )
     paths = result.save(out)
     print(result.table())
@@ -206,6 +219,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--no-cache", action="store_true", help="neither read nor write the request cache")
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress bar or round stats")
+    ev.add_argument(
+        "--progress-every",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="where stderr is not a terminal (a log, a pipe): print a progress line this often (default 2)",
+    )
     ev.set_defaults(func=_evaluate)
 
     models = sub.add_parser("models", help="list the shipped default models and the device found")
@@ -214,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.set_defaults(func=_models)
     jobs_cli.add_parser(sub)
     experiments_cli.add_parser(sub)
+    serve_cli.add_parser(sub)
     return parser
 
 

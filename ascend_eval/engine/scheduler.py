@@ -1,22 +1,27 @@
 """The engine: the only code that calls models.
 
-Metrics are plans: generators that yield lists of typed requests and receive the results. Each round the
-engine advances every live plan (every sample x every metric), drops duplicate requests, answers what it
-can from the cache, and sends the rest to the backends as one batch per (role, model, params). A 1,000-sample,
-12-metric run is a handful of large batches per round instead of tens of thousands of single calls.
+Metrics are plans: generators that yield lists of typed requests and receive the results. The engine
+starts plans in order (every sample x every metric), drops duplicate requests, answers what it can from
+the cache, and streams the rest to the backends through one lane per backend (`lanes.py`), where requests
+of one batch group and the same kind queue in plan order and go out in large calls. A plan moves on as soon
+as its own answers are back. A 1,000-sample, 12-metric run is a stream of large batches, never tens of
+thousands of single calls, and never a wait for the slowest request of a round.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import time
-from collections import defaultdict
+from collections import OrderedDict, defaultdict, deque
 from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ascend_eval.engine.cache import RequestCache, request_key
 from ascend_eval.engine.codecs import Codec, Result, codec_for
+from ascend_eval.engine.lanes import Done, Job, Lane, dispatch_limits
+from ascend_eval.engine.stats import Progress, RoundStats, StageStats
 from ascend_eval.models.base import Embedder, Judge, Request, Reranker, Role
 from ascend_eval.models.errors import BACKEND_ERROR, ConfigError
 from ascend_eval.models.lazy import is_loaded, runtime_of
@@ -52,44 +57,28 @@ class Backends:
         return backend
 
 
-@dataclass
-class RoundStats:
-    """What one round did. `requests` counts what the plans asked for; `sent` what reached a backend."""
-
-    round: int
-    live_plans: int
-    requests: int = 0
-    unique: int = 0
-    cache_hits: int = 0
-    sent: int = 0
-    failed: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    seconds: float = 0.0
-    batches: dict[str, int] = field(default_factory=dict)
-    """Requests sent per prompt and role, e.g. {"judge.generate[statements@1]": 20}."""
-
-    def line(self) -> str:
-        groups = ", ".join(f"{k}: {v}" for k, v in self.batches.items()) or "none sent"
-        return (
-            f"round {self.round}: {self.live_plans} live plans, {self.requests} requests, "
-            f"{self.unique} unique, "
-            f"{self.cache_hits} cached, {self.sent} sent ({groups}), {self.failed} failed, "
-            f"tokens in/out {self.tokens_in}/{self.tokens_out}, {self.seconds:.2f}s"
-        )
-
-
 class Engine:
-    """Runs plans to completion, batching their requests round by round.
+    """Runs plans to completion, streaming their requests to the backends.
+
+    A plan advances as soon as its own answers are back: there is no round barrier, so a slow request
+    holds back only its own plan, and every backend (and every batch group of one) is busy at once.
+    Requests queue in plan order, and plans start in the order given (sample by sample), at most
+    `max_live_plans` at a time: a sample's requests reach the backend together and memory stays bounded
+    on any dataset size. Identical requests run once. Every answer is committed to the cache as soon as
+    it is back (all answers that arrive together in one commit), so a killed run loses only what was in
+    flight.
 
     Args:
         backends: the model runtimes.
         cache: answered requests by content hash; `RequestCache(None)` disables it.
-        chunk_size: at most this many requests per backend call. Each returned chunk is committed to the
-            cache at once, so a killed run loses at most one chunk of work.
+        chunk_size: at most this many requests per backend call.
         dedupe: send identical requests once (turned off only to measure what deduplication saves).
-        progress: show a progress bar over plans.
-        on_round: called with each round's stats (benchmarks and the CLI use it).
+        progress: show a progress bar over (sample, metric) scores.
+        on_round: called with each round's stats once no plan can reach that round any more (benchmarks
+            and the CLI use it). Round k is the k-th step of every plan.
+        on_progress: called with a `Progress` snapshot at least every `progress_interval` seconds while
+            the run goes on, and once at its end.
+        max_live_plans: how many plans may be started and unfinished at once.
     """
 
     def __init__(
@@ -101,16 +90,27 @@ class Engine:
         dedupe: bool = True,
         progress: bool = False,
         on_round: Callable[[RoundStats], None] | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        progress_interval: float = 1.0,
+        max_live_plans: int = 4096,
     ) -> None:
         if chunk_size < 1:
             raise ConfigError(f"chunk_size must be >= 1, got {chunk_size}.")
+        if max_live_plans < 1:
+            raise ConfigError(f"max_live_plans must be >= 1, got {max_live_plans}.")
         self.backends = backends
         self.cache = cache if cache is not None else RequestCache(None)
         self.chunk_size = chunk_size
         self.dedupe = dedupe
         self.progress = progress
         self.on_round = on_round
+        self.on_progress = on_progress
+        self.progress_interval = progress_interval
+        self.max_live_plans = max_live_plans
         self.rounds: list[RoundStats] = []
+        """Stats per plan step, in step order, appended as each step closes."""
+        self.stages: dict[str, StageStats] = {}
+        """Stats per stage label (e.g. "judge.generate[statements@1]") over the whole run."""
         self.prompt_tags: set[str] = set()
         """Every prompt `name@version` the plans used (cached or not), for provenance."""
 
@@ -118,8 +118,6 @@ class Engine:
         """Advance every plan until it returns. Returns each plan's return value, or a `PlanError`."""
         from tqdm.auto import tqdm
 
-        outcomes: dict[PlanId, Any] = {}
-        waiting: dict[PlanId, Sequence[Request]] = {}
         # disable=None lets tqdm switch itself off when stderr is not a terminal (logs, CI, pipes).
         bar = tqdm(
             total=len(plans),
@@ -128,131 +126,17 @@ class Engine:
             disable=None if self.progress else True,
             leave=False,
         )
+        run = _Run(self, plans, bar)
         try:
-            for pid, plan in plans.items():
-                self._advance(pid, plan, None, waiting, outcomes)
-            bar.update(len(outcomes))
-            while waiting:
-                done_before = len(outcomes)
-                self._round(plans, waiting, outcomes)
-                bar.update(len(outcomes) - done_before)
-                bar.set_postfix(round=len(self.rounds))
+            run.go()
         finally:
+            run.shut_down()
             bar.close()
-        return outcomes
+        return run.outcomes
 
-    def _advance(
-        self,
-        pid: PlanId,
-        plan: Plan,
-        answers: list[Any] | None,
-        waiting: dict[PlanId, Sequence[Request]],
-        outcomes: dict[PlanId, Any],
-    ) -> None:
-        """Send `answers` (None to start) and park the plan on its next requests, or record its outcome."""
-        try:
-            requests = next(plan) if answers is None else plan.send(answers)
-            while not requests:  # a plan that asks for nothing this step just continues
-                requests = plan.send([])
-        except StopIteration as stop:
-            outcomes[pid] = stop.value
-            return
-        except Exception as e:  # a bug in one metric's plan must not lose the other scores
-            logger.exception("plan %r raised", pid)
-            outcomes[pid] = PlanError(f"plan_error: {type(e).__name__}: {e}")
-            return
-        waiting[pid] = list(requests)
-
-    def _round(
-        self,
-        plans: Mapping[PlanId, Plan],
-        waiting: dict[PlanId, Sequence[Request]],
-        outcomes: dict[PlanId, Any],
-    ) -> None:
-        t0 = time.perf_counter()
-        stats = RoundStats(round=len(self.rounds) + 1, live_plans=len(waiting))
-        # A slot is one request to answer: its content key, or with dedupe off one slot per occurrence
-        # (the cache is still looked up and written by content key).
-        keys: dict[PlanId, list[str]] = {}
-        unique: dict[str, Request] = {}
-        content: dict[str, str] = {}
-        for pid, requests in waiting.items():
-            plan_keys = []
-            for request in requests:
-                key = request_key(request, self.backends.for_request(request).model_id)
-                slot = key if self.dedupe else f"{key}#{len(content)}"
-                content[slot] = key
-                unique.setdefault(slot, request)
-                if getattr(request, "tag", ""):
-                    self.prompt_tags.add(request.tag)  # type: ignore[union-attr]
-                plan_keys.append(slot)
-            keys[pid] = plan_keys
-        stats.requests = sum(len(k) for k in keys.values())
-        stats.unique = len(unique)
-
-        hits = self.cache.get_many([(content[slot], r) for slot, r in unique.items()])
-        answers: dict[str, Result] = {slot: hits[content[slot]] for slot in unique if content[slot] in hits}
-        stats.cache_hits = len(answers)
-        failures: dict[str, str] = {}
-
-        # Requests of different prompts may share one batch (e.g. both NV judges ask for "0"/"2"/"4"), so
-        # the stats count sent requests per prompt, not per batch.
-        groups: dict[Hashable, list[str]] = defaultdict(list)
-        codecs: dict[Hashable, Codec[Any, Any]] = {}
-        for key, request in unique.items():
-            if key not in answers:
-                codec = codec_for(request)
-                group, label = codec.group(request)
-                groups[group].append(key)
-                codecs[group] = codec  # a group key starts with its kind: one codec per group
-                stats.batches[label] = stats.batches.get(label, 0) + 1
-        for group, group_keys in groups.items():
-            codec = codecs[group]
-            for start in range(0, len(group_keys), self.chunk_size):
-                chunk = group_keys[start : start + self.chunk_size]
-                results = self._call(codec, [unique[k] for k in chunk])
-                stored = []
-                for key, result in zip(chunk, results, strict=True):
-                    error = result if isinstance(result, str) else codec.error(result)
-                    if error is not None:
-                        failures[key] = error
-                        continue
-                    answers[key] = result
-                    stored.append((content[key], unique[key], result))
-                    t_in, t_out = codec.tokens(result)
-                    stats.tokens_in += t_in
-                    stats.tokens_out += t_out
-                self.cache.put_many(stored)
-            stats.sent += len(group_keys)
-        stats.failed = len(failures)
-
-        waiting.clear()
-        for pid, plan_keys in keys.items():
-            failed = next((failures[k] for k in plan_keys if k in failures), None)
-            if failed is not None:
-                plans[pid].close()
-                outcomes[pid] = PlanError(f"{BACKEND_ERROR}: {failed}")
-                continue
-            self._advance(pid, plans[pid], [answers[k] for k in plan_keys], waiting, outcomes)
-        stats.seconds = time.perf_counter() - t0
-        self.rounds.append(stats)
-        logger.info(stats.line())
-        if self.on_round is not None:
-            self.on_round(stats)
-
-    def _call(self, codec: Codec[Any, Any], requests: list[Request]) -> list[Result | str]:
-        """One backend call for requests of one group. A failure of the whole call fails each request
-        with its message (a string) instead of ending the run."""
-        backend = self.backends.for_request(requests[0])
-        try:
-            out = codec.call(backend, requests)
-        except Exception as e:  # one failed batch NaNs its own scores; everything else goes on
-            logger.error("%s failed for %d requests: %s", type(backend).__name__, len(requests), e)
-            return [f"{type(e).__name__}: {e}"] * len(requests)
-        if len(out) != len(requests):
-            message = f"{type(backend).__name__} returned {len(out)} results for {len(requests)} requests"
-            return [message] * len(requests)
-        return out
+    def model_for(self, request: Request) -> Judge | Embedder | Reranker:
+        """The backend that answers `request`."""
+        return self.backends.for_request(request)
 
     # The configured models by role, for code that needs more than requests answered (the RAG pipeline).
 
@@ -278,3 +162,324 @@ class Engine:
         if model is None:
             raise ConfigError(f"No {role} is configured for this engine. Pass {role}=... to evaluate().")
         return model  # type: ignore[no-any-return]
+
+
+@dataclass
+class _Slot:
+    """One request to answer in this run, and the plans waiting for it."""
+
+    key: str
+    """The content key (cache key); with dedupe off a slot is one occurrence, and keys repeat."""
+    request: Request
+    round: int
+    label: str
+    waiters: list[tuple[PlanId, int]] = field(default_factory=list)
+
+
+@dataclass
+class _Live:
+    """A started plan waiting for the answers of its current step."""
+
+    plan: Plan
+    order: int
+    step: int = 0
+    answers: list[Any] = field(default_factory=list)
+    missing: int = 0
+
+
+class _Run:
+    """The state of one `Engine.run`: live plans, open slots, lanes, and the stats being counted.
+
+    Everything here runs on the caller's thread; only the lanes' workers run elsewhere, and they talk to
+    it through one completion queue.
+    """
+
+    def __init__(self, engine: Engine, plans: Mapping[PlanId, Plan], bar: Any) -> None:
+        self.engine = engine
+        self.plans = plans
+        self.bar = bar
+        self.outcomes: dict[PlanId, Any] = {}
+        self.live: dict[PlanId, _Live] = {}
+        self.slots: dict[str, _Slot] = {}
+        self.memo: OrderedDict[str, Result] = OrderedDict()
+        self.ready: deque[PlanId] = deque()
+        self.lookups: list[str] = []
+        self.lanes: dict[int, Lane] = {}
+        self.done_queue: queue.Queue[Done] = queue.Queue()
+        self.pending = iter(plans.items())
+        self.admitted = 0
+        self.at_step: dict[int, int] = defaultdict(int)
+        self.round_stats: dict[int, RoundStats] = {}
+        self.round_started: dict[int, float] = {}
+        self.closed = 0
+        self.answered = 0
+        self.sent = 0
+        self.occurrence = 0
+        self.seq = 0
+        self.started = time.perf_counter()
+        self.last_progress = 0.0
+
+    # The loop
+
+    def go(self) -> None:
+        self._admit()
+        self._settle()
+        while self.live:
+            try:
+                done = self.done_queue.get(timeout=min(0.5, self.engine.progress_interval))
+            except queue.Empty:
+                self._report_progress()
+                continue
+            stored: list[tuple[str, Request, Result]] = []
+            self._receive(done, stored)
+            while True:  # everything that is back already goes into one commit
+                try:
+                    self._receive(self.done_queue.get_nowait(), stored)
+                except queue.Empty:
+                    break
+            self.engine.cache.put_many(stored)
+            self._settle()
+            self._report_progress()
+        self._close_rounds(final=True)
+        self._report_progress(force=True)
+
+    def shut_down(self) -> None:
+        """Stop every lane; after an interrupt nothing waits for a call still in progress."""
+        finished = not self.live
+        for lane in self.lanes.values():
+            lane.stop(wait=finished)
+        if not finished:
+            for live in self.live.values():
+                live.plan.close()
+
+    def _settle(self) -> None:
+        """Advance every plan whose answers are all in, start new plans in their place, look up what they
+        ask for in the cache and queue the rest, until nothing moves without a backend."""
+        while self.ready or self.lookups:
+            while self.ready:
+                pid = self.ready.popleft()
+                live = self.live[pid]
+                self._advance(pid, live, live.answers)
+            self._admit()
+            self._look_up()
+        self._close_rounds(final=False)
+
+    def _admit(self) -> None:
+        while len(self.live) < self.engine.max_live_plans:
+            item = next(self.pending, None)
+            if item is None:
+                return
+            pid, plan = item
+            live = _Live(plan, self.admitted)
+            self.admitted += 1
+            self.live[pid] = live
+            self._advance(pid, live, None)
+
+    def _advance(self, pid: PlanId, live: _Live, answers: list[Any] | None) -> None:
+        """Send `answers` (None to start) and park the plan on its next requests, or record its outcome."""
+        if live.step:
+            self.at_step[live.step] -= 1
+        try:
+            requests = next(live.plan) if answers is None else live.plan.send(answers)
+            while not requests:  # a plan that asks for nothing this step just continues
+                requests = live.plan.send([])
+        except StopIteration as stop:
+            self._finish(pid, stop.value)
+            return
+        except Exception as e:  # a bug in one metric's plan must not lose the other scores
+            logger.exception("plan %r raised", pid)
+            self._finish(pid, PlanError(f"plan_error: {type(e).__name__}: {e}"))
+            return
+        live.step += 1
+        self.at_step[live.step] += 1
+        stats = self._round(live.step)
+        stats.live_plans += 1
+        live.answers = [None] * len(requests)
+        live.missing = len(requests)
+        for index, request in enumerate(requests):
+            self._ask(pid, live, index, request, stats)
+
+    def _ask(self, pid: PlanId, live: _Live, index: int, request: Request, stats: RoundStats) -> None:
+        key = request_key(request, self.engine.model_for(request).model_id)
+        if getattr(request, "tag", ""):
+            self.engine.prompt_tags.add(request.tag)  # type: ignore[union-attr]
+        _, label = codec_for(request).group(request)
+        stage = self._stage(label)
+        stats.requests += 1
+        stage.requests += 1
+        if self.engine.dedupe:
+            slot_id = key
+            if key in self.memo:  # answered earlier in this run
+                self.memo.move_to_end(key)
+                self._answer(pid, live, index, self.memo[key])
+                return
+        else:
+            slot_id = f"{key}#{self.occurrence}"
+            self.occurrence += 1
+        slot = self.slots.get(slot_id)
+        if slot is None:
+            slot = self.slots[slot_id] = _Slot(key, request, live.step, label)
+            self.lookups.append(slot_id)
+            stats.unique += 1
+            stage.unique += 1
+        slot.waiters.append((pid, index))
+
+    def _look_up(self) -> None:
+        """Answer the new slots the cache has, and queue the others on their backends' lanes."""
+        if not self.lookups:
+            return
+        new, self.lookups = self.lookups, []
+        wanted = {self.slots[s].key: self.slots[s].request for s in new}
+        hits = self.engine.cache.get_many(list(wanted.items()))
+        jobs: dict[Lane, list[tuple[Hashable, Codec[Any, Any], Job]]] = defaultdict(list)
+        for slot_id in new:
+            slot = self.slots[slot_id]
+            if slot.key in hits:
+                self._round(slot.round).cache_hits += 1
+                self._stage(slot.label).cache_hits += 1
+                self._resolve(slot_id, hits[slot.key])
+                continue
+            codec = codec_for(slot.request)
+            group, _ = codec.group(slot.request)
+            order = min((self.live[pid].order for pid, _ in slot.waiters if pid in self.live), default=0)
+            lane = self._lane(slot.request)
+            self.seq += 1
+            jobs[lane].append((group, codec, Job(order, self.seq, slot_id, slot.request)))
+            batches = self._round(slot.round).batches
+            batches[slot.label] = batches.get(slot.label, 0) + 1
+        for lane, lane_jobs in jobs.items():
+            lane.put(lane_jobs)
+
+    def _lane(self, request: Request) -> Lane:
+        backend = self.engine.model_for(request)
+        lane = self.lanes.get(id(backend))
+        if lane is None:
+            concurrency, batch = dispatch_limits(backend, self.engine.chunk_size)
+            lane = self.lanes[id(backend)] = Lane(
+                backend, concurrency=concurrency, max_batch=batch, out=self.done_queue
+            )
+        return lane
+
+    # Answers coming back
+
+    def _receive(self, done: Done, stored: list[tuple[str, Request, Result]]) -> None:
+        if done.raised is not None:
+            self.engine.cache.put_many(stored)  # what came back before it is kept
+            raise done.raised
+        share = done.seconds / max(1, len(done.slots))
+        for slot_id, result in zip(done.slots, done.results, strict=True):
+            slot = self.slots.get(slot_id)
+            if slot is None:  # every plan that wanted it has failed meanwhile
+                continue
+            stats, stage = self._round(slot.round), self._stage(slot.label)
+            stats.sent += 1
+            stage.sent += 1
+            stage.backend_seconds += share
+            self.sent += 1
+            codec = codec_for(slot.request)
+            error = result if isinstance(result, str) else codec.error(result)
+            if error is not None:
+                stats.failed += 1
+                stage.failed += 1
+                self._fail(slot_id, error)
+                continue
+            t_in, t_out = codec.tokens(result)
+            stats.tokens_in += t_in
+            stats.tokens_out += t_out
+            stage.tokens_in += t_in
+            stage.tokens_out += t_out
+            stored.append((slot.key, slot.request, result))
+            self._resolve(slot_id, result)
+
+    def _resolve(self, slot_id: str, result: Result) -> None:
+        slot = self.slots.pop(slot_id)
+        if self.engine.dedupe:
+            self.memo[slot.key] = result
+            if len(self.memo) > _MEMO_SIZE:
+                self.memo.popitem(last=False)
+        self._touch(slot.round)
+        for pid, index in slot.waiters:
+            live = self.live.get(pid)
+            if live is not None:
+                self._answer(pid, live, index, result)
+
+    def _answer(self, pid: PlanId, live: _Live, index: int, result: Result) -> None:
+        live.answers[index] = result
+        live.missing -= 1
+        self.answered += 1
+        if live.missing == 0:
+            self.ready.append(pid)
+
+    def _fail(self, slot_id: str, error: str) -> None:
+        """A backend failed this request: every plan waiting for it ends now with the reason."""
+        slot = self.slots.pop(slot_id)
+        self._touch(slot.round)
+        for pid, _ in slot.waiters:
+            live = self.live.get(pid)
+            if live is not None:
+                self.at_step[live.step] -= 1
+                live.plan.close()
+                self._finish(pid, PlanError(f"{BACKEND_ERROR}: {error}"))
+
+    def _finish(self, pid: PlanId, outcome: Any) -> None:
+        self.live.pop(pid, None)
+        self.outcomes[pid] = outcome
+        self.bar.update(1)
+
+    # Stats and progress
+
+    def _round(self, step: int) -> RoundStats:
+        stats = self.round_stats.get(step)
+        if stats is None:
+            stats = self.round_stats[step] = RoundStats(round=step, live_plans=0)
+            self.round_started[step] = time.perf_counter()
+        return stats
+
+    def _touch(self, step: int) -> None:
+        self.round_stats[step].seconds = time.perf_counter() - self.round_started[step]
+
+    def _stage(self, label: str) -> StageStats:
+        stage = self.engine.stages.get(label)
+        if stage is None:
+            stage = self.engine.stages[label] = StageStats()
+        return stage
+
+    def _close_rounds(self, *, final: bool) -> None:
+        """Report each round that no plan can reach any more: every plan has started, and none is at
+        this step or an earlier one."""
+        while self.closed < len(self.round_stats):
+            step = self.closed + 1
+            if not final and (
+                self.admitted < len(self.plans) or any(self.at_step[s] > 0 for s in range(1, step + 1))
+            ):
+                return
+            self.closed = step
+            stats = self.round_stats[step]
+            self.engine.rounds.append(stats)
+            logger.info(stats.line())
+            if self.engine.on_round is not None:
+                self.engine.on_round(stats)
+
+    def _report_progress(self, *, force: bool = False) -> None:
+        now = time.perf_counter()
+        if not force and now - self.last_progress < self.engine.progress_interval:
+            return
+        self.last_progress = now
+        in_flight = sum(lane.in_flight for lane in self.lanes.values())
+        snapshot = Progress(
+            scores_done=len(self.outcomes),
+            scores_total=len(self.plans),
+            requests_answered=self.answered,
+            requests_sent=self.sent,
+            in_flight=in_flight,
+            elapsed=now - self.started,
+        )
+        self.bar.set_postfix_str(
+            f"{snapshot.requests_answered} requests answered, {in_flight} in flight", refresh=True
+        )
+        if self.engine.on_progress is not None:
+            self.engine.on_progress(snapshot)
+
+
+_MEMO_SIZE = 65536
+"""Answers kept in memory for identical requests later in the same run (the cache keeps them all)."""

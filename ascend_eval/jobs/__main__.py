@@ -11,17 +11,20 @@ import os
 import sys
 
 from ascend_eval.jobs.runner import Jobs, cancel_on_sigterm
+from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.models.errors import AscendEvalError
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ascend_eval.jobs", description=__doc__)
     parser.add_argument("--root", required=True, help="the jobs folder")
+    parser.add_argument("--secrets-dir", help="the secrets folder (default: the standard store)")
     parser.add_argument("job_id")
     args = parser.parse_args(argv)
     cancel_on_sigterm()
     try:
-        Jobs(args.root).get(args.job_id).run()
+        secrets = SecretStore(args.secrets_dir) if args.secrets_dir else None
+        Jobs(args.root, secrets=secrets).get(args.job_id).run()
     except KeyboardInterrupt:
         # The job has recorded "cancelled" and its cache is committed. Leave now: a normal exit would
         # wait for HTTP requests still in flight in worker threads (up to request_timeout each).

@@ -7,6 +7,7 @@ the columns the metrics need, the models the pipeline needs, and every secret.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -33,26 +34,33 @@ def _missing(dataset: Dataset, column: Column) -> int:
     return sum(1 for sample in dataset if not sample.get(column))
 
 
-def round_progress(total_scores: int, report: Report) -> Callable[[Any], None]:
-    """An `on_round` hook that sums the engine's round stats into the job's progress file."""
-    totals = {"rounds": 0, "requests": 0, "unique": 0, "cache_hits": 0, "sent": 0, "failed": 0}
+def round_progress(total_scores: int, report: Report) -> tuple[Callable[[Any], None], Callable[[Any], None]]:
+    """The `on_round` and `on_progress` hooks that keep the job's progress file current: the engine's
+    round stats summed, and the scores done and requests answered about every second."""
+    counted = ("rounds", "requests", "unique", "cache_hits", "sent", "failed")
+    totals: dict[str, Any] = dict.fromkeys(counted, 0)
+    latest: dict[str, Any] = {"scores_done": 0}
+
+    def write() -> None:
+        report({"stage": "evaluating", "scores_total": total_scores, **latest, **totals})
 
     def on_round(stats: Any) -> None:
         data = asdict(stats)
         totals["rounds"] = stats.round
         for key in ("requests", "unique", "cache_hits", "sent", "failed"):
             totals[key] += data[key]
-        report(
-            {
-                "stage": "evaluating",
-                "scores_total": total_scores,
-                # plans still waiting when the round began; every other score was done by then
-                "scores_done": total_scores - stats.live_plans,
-                **totals,
-            }
-        )
+        write()
 
-    return on_round
+    def on_progress(snapshot: Any) -> None:
+        latest.update(
+            scores_done=snapshot.scores_done,
+            requests_answered=snapshot.requests_answered,
+            in_flight=snapshot.in_flight,
+            eta_seconds=None if math.isinf(snapshot.eta) else round(snapshot.eta, 1),
+        )
+        write()
+
+    return on_round, on_progress
 
 
 def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Report) -> Any:
@@ -98,6 +106,7 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
             dataset = _run_pipeline(spec, dataset, data.corpus, models, cache_dir, report)
         total = len(dataset) * len(metrics)
         report({"stage": "evaluating", "scores_total": total, "scores_done": 0})
+        on_round, on_progress = round_progress(total, report)
         result = evaluate(
             dataset,
             names,
@@ -105,7 +114,8 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
             embedder=embedder,
             cache_dir=cache_dir,
             progress=False,
-            on_round=round_progress(total, report),
+            on_round=on_round,
+            on_progress=on_progress,
         )
     finally:
         models.close()

@@ -215,7 +215,9 @@ class Job:
         info = self.info()
         if info["status"] == "running":
             raise ConfigError(f"Job {self.id!r} is already running (pid {info.get('pid')}).")
-        command = [sys.executable, "-m", "ascend_eval.jobs", "--root", str(self.directory.parent), self.id]
+        command = [sys.executable, "-m", "ascend_eval.jobs", "--root", str(self.directory.parent)]
+        # The process resolves the spec's secret names in this job's store, not the default one.
+        command += ["--secrets-dir", str(self.secrets.directory.absolute()), self.id]
         # Written before the process exists: the process records "running" and its pid itself, and a
         # write from here afterwards could overwrite that.
         self._update(status="pending", host=socket.gethostname(), error=None)

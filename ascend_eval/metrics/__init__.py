@@ -103,7 +103,8 @@ def _not_a_metric(value: Any) -> str:
         instead = f"metrics=[{ours!r}]" if ours else f"one of {metric_names()}"
         return (
             f"metrics= holds a RAGAS metric object, {type(value).__name__}; ascend-eval computes the "
-            f"metrics itself, so pass the name instead: {instead} (or an ascend_eval.metrics instance)."
+            f"metrics itself, so pass the name instead: {instead} (or an ascend_eval.metrics instance), "
+            "or call ascend_eval.ragas.evaluate, which takes RAGAS's metric, LLM and embedding objects."
         )
     return (
         f"metrics= holds {what}, which is not a metric; pass metric names (e.g. 'faithfulness' or "

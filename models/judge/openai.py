@@ -63,6 +63,15 @@ class OpenAIJudge:
         self.model_id = f"openai:{config.model}@{config.url}"
         self._client = EndpointClient(config)
 
+    @property
+    def max_concurrency(self) -> int:
+        """Calls the engine may make at once: one per request in flight (`config.parallelism`)."""
+        return self.config.parallelism
+
+    max_batch = 1
+    """Requests per engine call: one, so that every answer reaches the engine the moment it is back and
+    a slow request holds up only its own plan (the server batches what is in flight)."""
+
     def __repr__(self) -> str:
         return f"OpenAIJudge(model_id={self.model_id!r}, classify_mode={self.classify_mode!r})"
 

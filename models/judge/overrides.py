@@ -43,6 +43,15 @@ class InferenceParamsJudge:
     def loaded(self) -> bool:
         return is_loaded(self.judge)
 
+    @property
+    def max_concurrency(self) -> int:
+        """The wrapped judge's (see `engine.lanes.dispatch_limits`)."""
+        return int(getattr(self.judge, "max_concurrency", 1))
+
+    @property
+    def max_batch(self) -> int | None:
+        return getattr(self.judge, "max_batch", None)
+
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
         tuned = [
             dataclasses.replace(r, params=dataclasses.replace(r.params, **self.overrides)) for r in requests

@@ -146,3 +146,21 @@ def test_a_device_that_cannot_be_had_is_found_before_a_gguf_is_converted(tmp_pat
             ROWS, ["faithfulness"], judge=str(gguf), device="npu:0", cache_dir=False, progress=False
         )
     assert not (tmp_path / "home" / "checkpoints").exists()
+
+
+def test_a_tei_embed_url_scores_through_teis_api_and_a_url_that_is_not_tei_exits_2(tmp_path, capsys):
+    from tests.models.tei_standin import EMBED, INFO, TeiStandIn
+
+    rows = [{**r, "reference": r["response"]} for r in ROWS]
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(rows), encoding="utf-8")
+    argv = ["evaluate", str(data), "--metrics", "answer_similarity", "--no-cache", "-q", "--embedder"]
+    with LoopbackServer() as server:
+        tei = TeiStandIn(server).install()
+        assert main([*argv, tei.url + EMBED, "--out", str(tmp_path / "ok")]) == 0
+        assert {r.path for r in server.requests} == {INFO, EMBED}  # not /embed/v1/embeddings
+    summary = json.loads((tmp_path / "ok" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["aggregate_scores"][0]["count"] == 2
+    with LoopbackServer() as other:  # 404 to everything: no TEI here
+        assert main([*argv, other.url + EMBED, "--out", str(tmp_path / "bad")]) == 2
+    assert "Could not read the TEI server's GET" in capsys.readouterr().err

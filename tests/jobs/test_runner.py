@@ -94,6 +94,13 @@ def test_a_secret_reaches_the_endpoint_and_nowhere_else(jobs, judge_server, secr
     assert '"api_key_secret": "judge-api-key"' in (job.directory / "spec.json").read_text()
 
 
+def test_a_background_job_reads_secrets_from_its_jobs_store(jobs, judge_server, secrets):
+    secrets.set("judge-api-key", SECRET)  # in the test's store, not the default one
+    job = jobs.create(inline_spec_for(judge_server.url)).start().wait(timeout=60)
+    assert job.status() == "completed", job.info()
+    assert {r.headers.get("authorization") for r in judge_server.server.requests} == {f"Bearer {SECRET}"}
+
+
 def test_a_missing_secret_fails_before_any_request(jobs, judge_server):
     job = jobs.create(inline_spec_for(judge_server.url, secret="nobody-set-this"))
     with pytest.raises(ConfigError, match="Secret 'nobody-set-this' is not set"):

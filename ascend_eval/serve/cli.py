@@ -1,0 +1,99 @@
+"""`ascend-eval serve`: the NeMo Evaluator jobs API on this machine (127.0.0.1 unless told otherwise)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ascend_eval.models.errors import ConfigError, MissingDependencyError
+
+TOKEN_ENV = "ASCEND_EVAL_SERVE_TOKEN"
+TOKEN_SECRET = "serve-token"
+
+
+def resolve_token(secrets_dir: Path | None, secret: str) -> tuple[str, str | None]:
+    """The bearer token: `$ASCEND_EVAL_SERVE_TOKEN`, else the secret `secret`; and the secret's name
+    when it came from one.
+
+    Raises:
+        ConfigError: neither is set (the message says how to set either).
+    """
+    value = os.environ.get(TOKEN_ENV, "").strip()
+    if value:
+        return value, None
+    from ascend_eval.jobs import SecretStore
+
+    try:
+        return SecretStore(secrets_dir).resolve(secret).read(), secret
+    except ConfigError:
+        raise ConfigError(
+            f"ascend-eval serve needs a bearer token that clients send: store one with "
+            f"`ascend-eval secrets set {secret}` (it asks for the value), or export {TOKEN_ENV}=<token>."
+        ) from None
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from ascend_eval.serve.app import create_app
+        from ascend_eval.serve.service import Settings
+    except ModuleNotFoundError as e:
+        raise MissingDependencyError(
+            f"ascend-eval serve needs {e.name}: pip install 'ascend-eval[serve]' (fastapi, uvicorn)."
+        ) from None
+    from ascend_eval.models.weights.paths import cache_root
+
+    token, secret = resolve_token(args.secrets_dir, args.token_secret)
+    if args.max_body_mb <= 0 or args.concurrency < 1:
+        raise ConfigError("--max-body-mb must be positive and --concurrency at least 1.")
+    settings = Settings(
+        jobs_dir=args.jobs_dir or cache_root() / "jobs",
+        token=token,
+        secrets_dir=args.secrets_dir,
+        concurrency=args.concurrency,
+        max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+        token_secret=secret,
+    )
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(
+            f"warning: listening on {args.host}, not only this machine: anyone who can reach it and has the "
+            "token can run jobs that read the files this user can read (a dataset's files_url).",
+            file=sys.stderr,
+        )
+    print(
+        f"ascend-eval serve on http://{args.host}:{args.port} (docs: /docs); jobs in {settings.jobs_dir}",
+        file=sys.stderr,
+        flush=True,
+    )
+    # uvicorn hands a SIGTERM or Ctrl-C back (as KeyboardInterrupt here) once it has shut down cleanly.
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """Register `serve` on the main parser's subparsers."""
+    serve = sub.add_parser(
+        "serve",
+        help="NeMo Evaluator's evaluation-jobs REST API for RAG metric jobs (nemo-microservices client)",
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine)"
+    )
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--jobs-dir", type=Path, help="the jobs folder (default ~/.cache/ascend-eval/jobs)")
+    serve.add_argument("--secrets-dir", type=Path, help="default ~/.cache/ascend-eval/secrets")
+    serve.add_argument("--concurrency", type=int, default=1, help="jobs run at once (default 1)")
+    serve.add_argument(
+        "--token-secret",
+        default=TOKEN_SECRET,
+        help=f"the secret holding the bearer token (default {TOKEN_SECRET}); ${TOKEN_ENV} takes precedence",
+    )
+    serve.add_argument("--max-body-mb", type=float, default=16.0, help="largest request body (default 16)")
+    serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    serve.set_defaults(func=_serve)

@@ -1,0 +1,206 @@
+"""What the routes act on: the server's settings, its jobs and secrets, and the queue that runs them."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import secrets as random_tokens
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import HTTPException
+from pydantic import BaseModel, Field
+
+from ascend_eval.jobs import Job, Jobs, SecretStore
+from ascend_eval.jobs.runner import FINISHED
+from ascend_eval.models.errors import ConfigError
+from ascend_eval.serve import views
+from ascend_eval.serve.nemo import BodyError, Translation, is_spec, translate_spec, translate_v1
+from ascend_eval.serve.queue import JobQueue, now
+
+_V1_FIELDS = (
+    "config",
+    "target",
+    "custom_fields",
+    "description",
+    "namespace",
+    "output_files_url",
+    "ownership",
+    "project",
+    "result",
+    "status",
+    "status_details",
+)
+_V2_FIELDS = ("spec", "custom_fields", "description", "name", "namespace", "ownership", "project")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a server needs: where jobs and secrets live, the token, and its limits."""
+
+    jobs_dir: Path
+    token: str
+    secrets_dir: Path | None = None
+    concurrency: int = 1
+    max_body_bytes: int = 16 * 1024 * 1024
+    token_secret: str | None = None
+    """The secret the token came from; the secrets API does not show, replace or delete it."""
+
+
+class SecretIn(BaseModel):
+    name: str = Field(description="letters, digits, '.', '_' and '-'; referred to by api_key_secret")
+    data: str = Field(min_length=1, description="the value (never shown again)")
+
+
+class Service:
+    """The jobs, secrets and queue behind the routes."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.secrets = SecretStore(settings.secrets_dir)
+        self.jobs = Jobs(settings.jobs_dir, secrets=self.secrets)
+        self.queue = JobQueue(self.jobs, concurrency=settings.concurrency)
+
+    def job(self, job_id: str) -> tuple[Job, dict[str, Any]]:
+        """The server's job and its record; 404 for anything else."""
+        try:
+            job = self.jobs.get(job_id)
+        except ConfigError:
+            raise HTTPException(404, f"no evaluation job {job_id!r}") from None
+        record = self.queue.record(job_id)
+        if not record:
+            raise HTTPException(404, f"no evaluation job {job_id!r} (made outside this server)")
+        return job, record
+
+    def create(self, body: dict[str, Any], api: str) -> Job:
+        fields = _V1_FIELDS if api == "v1" else _V2_FIELDS
+        job_id = f"eval-{random_tokens.token_hex(8)}"
+        translation, shape = self._translate(body, api, fields, job_id)
+        for name, value in translation.keys.items():
+            self.secrets.set(name, value)
+        try:
+            job = self.jobs.create(translation.spec, name=body.get("name") or job_id, job_id=job_id)
+        except ConfigError as e:
+            self._forget_keys(list(translation.keys))
+            raise BodyError([(("body",), str(e))]) from None
+        self.queue.update(
+            job_id,
+            api=api,
+            shape=shape,
+            request=_redacted(body),
+            task=translation.task,
+            metrics=translation.metrics,
+            secrets=list(translation.keys),
+            created_at=now(),
+            name=body.get("name") or job_id,
+            **{
+                k: body[k]
+                for k in ("namespace", "project", "description", "custom_fields", "ownership")
+                if body.get(k) is not None
+            },
+        )
+        self.queue.submit(job_id)
+        return job
+
+    def _translate(
+        self, body: dict[str, Any], api: str, fields: tuple[str, ...], job_id: str
+    ) -> tuple[Translation, str]:
+        if api == "v1" and is_spec(body):
+            return translate_spec(body, loc=("body",)), "spec"
+        if (
+            api == "v1"
+            and set(body) <= {"spec", "name", "description"}
+            and isinstance(body.get("spec"), dict)
+        ):
+            return translate_spec(body["spec"], loc=("body", "spec")), "spec"
+        unknown = [k for k in body if k not in fields]
+        if unknown:
+            raise BodyError([(("body", unknown[0]), f"unknown field {unknown[0]!r}; valid: {list(fields)}")])
+        if api == "v1":
+            missing = [(("body", k), "field required") for k in ("config", "target") if k not in body]
+            if missing:
+                raise BodyError(missing)
+            return translate_v1(body["config"], body["target"], job_id=job_id), "nemo"
+        spec = body.get("spec")
+        if not isinstance(spec, dict):
+            raise BodyError(
+                [
+                    (
+                        ("body", "spec"),
+                        (
+                            "field required: {'config': ..., 'target': ...}, or a job "
+                            "spec (metric, model, retriever_pipeline, dataset, ...)"
+                        ),
+                    )
+                ]
+            )
+        if is_spec(spec):
+            return translate_spec(spec, loc=("body", "spec")), "spec"
+        missing = [(("body", "spec", k), "field required") for k in ("config", "target") if k not in spec]
+        if missing:
+            raise BodyError(missing)
+        return translate_v1(spec["config"], spec["target"], job_id=job_id, loc=("body", "spec")), "nemo"
+
+    def _forget_keys(self, names: list[str]) -> None:
+        for name in names:
+            self.secrets.delete(name)
+
+    def delete(self, job_id: str) -> None:
+        job, record = self.job(job_id)
+        if job.status() not in FINISHED or self.queue.is_running(job_id):
+            self.queue.cancel(job_id)
+        self._forget_keys(record.get("secrets", []))
+        shutil.rmtree(job.directory)
+
+    def page(self, render: Callable[[Job, dict], dict], page: int, page_size: int) -> dict[str, Any]:
+        ids = list(reversed(self.queue.ids()))  # newest first, as NeMo lists them
+        chunk = ids[(page - 1) * page_size : page * page_size]
+        data = []
+        for job_id in chunk:
+            with contextlib.suppress(HTTPException):  # deleted since it was listed
+                data.append(render(*self.job(job_id)))
+        total_pages = max(1, -(-len(ids) // page_size))
+        return {
+            "object": "list",
+            "data": data,
+            "sort": "-created_at",
+            "pagination": {
+                "page": page,
+                "page_size": page_size,
+                "current_page_size": len(data),
+                "total_pages": total_pages,
+                "total_results": len(ids),
+            },
+        }
+
+    def completed(self, job_id: str) -> tuple[Job, dict[str, Any]]:
+        job, record = self.job(job_id)
+        status = views.state(record, job.info())
+        if status != "completed":
+            # x-should-retry: the NeMo client retries a 409 by default; asking again at once will not help.
+            raise HTTPException(
+                409,
+                f"evaluation job {job_id!r} has no results: it is {status}",
+                headers={"x-should-retry": "false"},
+            )
+        return job, record
+
+
+def _redacted(body: dict[str, Any]) -> dict[str, Any]:
+    """The body with every `api_key` value replaced: the record keeps the request, never a key."""
+    out = copy.deepcopy(body)
+    stack: list[Any] = [out]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if key == "api_key" and value:
+                    item[key] = "******"
+                else:
+                    stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return out
