@@ -55,9 +55,32 @@ class DeviceInfo:
 
     @property
     def default_dtype(self) -> str:
-        """The dtype for `dtype="auto"`: bfloat16 on accelerators (NPUs and current GPUs run it natively),
-        float32 on the CPU (bfloat16 matmuls there are slow or emulated on most processors)."""
-        return "float32" if self.type == "cpu" else "bfloat16"
+        """The dtype for `dtype="auto"`: bfloat16 where this device computes it natively (`supports_bf16`),
+        else float32."""
+        return "bfloat16" if self.supports_bf16 else "float32"
+
+    @property
+    def supports_bf16(self) -> bool:
+        """Whether this device computes bfloat16 natively: an Ascend NPU that says so (the 910B does, the
+        910A does not), a CUDA GPU with native bf16 (compute capability 8.0 and up), a CPU with AMX or
+        AVX512-BF16 (`cpu_supports_bf16`). Elsewhere bfloat16 is emulated or slow, and float32 is the
+        better default."""
+        if self.type == "cpu":
+            return cpu_supports_bf16()
+        try:
+            ask = self._module().is_bf16_supported
+        except AttributeError:  # no torch_npu, or a torch that cannot ask: these accelerators mostly do
+            return True
+        try:
+            if self.type == "cuda":
+                try:
+                    return bool(ask(including_emulation=False))
+                except TypeError:  # torch < 2.3 has no including_emulation (and counts no emulation)
+                    return bool(ask())
+            # torch_npu's torch.npu.is_bf16_supported() asks the SoC (True from the Ascend 910B on).
+            return bool(ask())
+        except Exception:  # a driver that cannot answer: float32 is always correct
+            return False
 
     def _module(self) -> Any:
         # torch.npu exists once torch_npu is imported; torch.cuda always exists.
@@ -111,6 +134,31 @@ class DeviceInfo:
     def describe(self) -> str:
         extra = f" ({_VISIBLE_ENV[self.type]}={self.visible})" if self.visible is not None else ""
         return f"{self.torch_device}{extra}"
+
+
+CPU_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+"""/proc/cpuinfo flags of x86 CPUs that compute bfloat16 matmuls natively (Intel Sapphire Rapids and later:
+AMX; Cooper Lake, AMD Zen 4 and later: AVX512-BF16); oneDNN runs torch's bfloat16 matmuls with them."""
+
+
+def cpu_supports_bf16(cpuinfo: str | None = None) -> bool:
+    """Whether the CPU computes bfloat16 natively, from the flags in `cpuinfo` (by default
+    /proc/cpuinfo's text; no such file, as off Linux, means no).
+
+    >>> cpu_supports_bf16("flags\t: fpu avx2 avx512f amx_bf16 amx_tile"), cpu_supports_bf16("flags: avx2")
+    (True, False)
+    """
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                cpuinfo = f.read()
+        except OSError:
+            return False
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features") and any(flag in value.split() for flag in CPU_BF16_FLAGS):
+            return True
+    return False
 
 
 def _parse(spec: str, source: str) -> tuple[DeviceType, int | None]:

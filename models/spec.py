@@ -120,7 +120,8 @@ class ModelSpec(BaseModel):
     """Judge: the nucleus mass of every generate request."""
 
     dtype: Literal["auto", "float32", "bfloat16", "float16"] | None = None
-    """Local: compute dtype (None: the runtime's "auto", bfloat16 on NPU and CUDA, float32 on the CPU)."""
+    """Local: compute dtype (None: the runtime's "auto", bfloat16 where the device computes it natively,
+    else float32)."""
     max_model_len: int | None = Field(default=None, ge=2)
     """Local judge (torch or vllm), vLLM embedder and reranker: longest prompt plus output, in tokens."""
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)

@@ -77,8 +77,8 @@ class VllmEngineConfig:
     """"auto", "cpu", "cuda[:N]" or "npu[:N]"; None defers to `ASCEND_EVAL_DEVICE`, then auto-detection. It
     must be the platform the installed vLLM runs on (CPU build, CUDA build, or with vllm-ascend)."""
     dtype: str = "auto"
-    """"auto" (bfloat16 on NPU and CUDA, float32 on the CPU, as the torch backends), "float32", "bfloat16"
-    or "float16"."""
+    """"auto" (bfloat16 where the device computes it natively, else float32: `DeviceInfo.default_dtype`, as
+    the torch backends), "float32", "bfloat16" or "float16"."""
     max_model_len: int | None = None
     """Longest prompt plus output, in tokens; None means the model's own limit."""
     gpu_memory_utilization: float = 0.9

@@ -185,6 +185,7 @@ def test_shared_prompt_prefixes_run_once(
         for family in FAMILIES[:families]
         for s in STATEMENTS
     ]
+    judge.clear_prefix_cache()  # an earlier case's families would be served from the kept KV
     before, reused = judge.forward_batches, judge.prefix_tokens_reused
     got = judge.generate(requests)
     # One batch: a pass over the distinct prefixes, one over the rest of every prompt, then a decode step

@@ -1,0 +1,148 @@
+"""The decode loop of `TorchJudge.generate`, with continuous batching.
+
+Rows wait in a queue (longest first). Each step decodes one token for every live row; a row that ends
+(EOS, its grammar terminates, a stop string shows, its cap) leaves the batch at once, its KV rows dropped,
+and waiting rows take its place: their prompts run (served from the prefix tree's KV where they share a
+prefix) and their KV rows join the batch, so the batch stays full while there is work. The logits pass
+through per-row processors: the JSON-schema grammar mask, then greedy argmax or the seeded sampler; each
+row's processors' state follows it in and out of the batch, so a row's answer does not depend on the rows
+beside it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from ascend_eval.models.base import GenerationParams
+from ascend_eval.models.judge.torch.plan import Node, widens
+from ascend_eval.models.judge.torch.processors import GrammarMask, SeededSampler, first_stop
+from ascend_eval.models.judge.torch.runner import Batch, Runner
+
+__all__ = ["decode"]
+
+
+def decode(
+    runner: Runner,
+    tokenizer: Any,
+    eos: set[int],
+    rows: Sequence[Sequence[int]],
+    served: Sequence[Node | None],
+    caps: Sequence[int],
+    params: GenerationParams,
+    grammar: Any,
+) -> list[tuple[list[int], str]]:
+    """Generate for every row, admitting rows in the given order as the batch has room.
+
+    A row joins the batch while the batch's rows, each counting its prompt plus its cap, stay within
+    `token_budget` and `max_batch_size` (a row joins an empty batch whatever its size). A row ends at an
+    EOS token (which it keeps, as transformers' `generate` does), when its grammar terminates, when its
+    decoded text first shows a stop string, or at its cap ("length"). Decoding reads nothing from the
+    checkpoint's generation_config: `params` are the only settings.
+
+    Args:
+        rows: each prompt's token ids, in the order to admit them.
+        served: per row, the prefix tree node whose KV its prompt runs after (None: runs whole); its pin is
+            released once the row's prompt has run.
+        caps: per row, the most tokens it may generate.
+
+    Returns:
+        Per row, its generated token ids and "stop" or "length".
+    """
+    import torch
+
+    config = runner.config
+    stops = [s for s in params.stop if s]
+    constraint = GrammarMask(grammar) if grammar is not None else None
+    sampler = None if params.greedy else SeededSampler(params.seed, params.temperature, params.top_p)
+    tokens: list[list[int]] = [[] for _ in rows]
+    reasons = [""] * len(rows)  # "" while the row is still decoding
+    queue = deque(range(len(rows)))
+    live: list[int] = []  # the row of `rows` behind each row of the running batch
+    batch: Batch | None = None
+    chosen: torch.Tensor | None = None  # each live row's last token, not yet run
+    held = 0  # prompt plus cap tokens of the live rows
+    step = 0
+    while True:
+        parts = []
+        if live:
+            assert batch is not None and chosen is not None
+            step += 1
+            parts.append(runner.decode_step(f"generate (decode step {step})", chosen, batch))
+        joining: list[int] = []
+        head = tail = width = 0  # of the joining rows' prompt pass
+        # Rows join a running batch only where its cache can be laid out per row (plain full attention);
+        # other caches (sliding windows, recurrent state) decode in static batches.
+        while (
+            queue and len(live) + len(joining) < config.max_batch_size and (runner.shares_prefix or not live)
+        ):
+            i = queue[0]
+            need, cut = len(rows[i]) + caps[i], 0 if served[i] is None else served[i].end
+            h, t, w = max(head, cut), max(tail, len(rows[i]) - cut), max(width, len(rows[i]))
+            if (live or joining) and held + need > config.token_budget:
+                break
+            if joining and widens(h, t, w):
+                break  # it joins at the next step, with a prompt pass of its own
+            joining.append(queue.popleft())
+            held += need
+            head, tail, width = h, t, w
+        if joining:
+            logits, joined = runner.prefill(
+                [rows[i] for i in joining], [served[i] for i in joining], "generate", keep_cache=True
+            )
+            assert joined is not None
+            for i in joining:
+                runner.tree.pin(served[i], -1)
+            runner.tree.evict()
+            if batch is None:
+                batch = joined
+            else:
+                batch.extend(joined)
+            parts.append(logits)
+            live.extend(joining)
+            if constraint is not None:
+                constraint.add(len(joining))
+            if sampler is not None:
+                sampler.add(len(joining))
+        if not live:
+            break
+        # float32 as transformers' generate does before its processors: the sampler's softmax and
+        # cumulative sums need it, and a bfloat16 argmax picks the same token.
+        scores = torch.cat(parts).float()
+        if constraint is not None:
+            scores = constraint.mask(scores)
+        chosen = sampler(scores) if sampler is not None else scores.argmax(dim=-1)
+        picked = chosen.tolist()
+        ended = constraint.accept(picked) if constraint is not None else [False] * len(live)
+        for r, token, grammar_end in zip(live, picked, ended, strict=True):
+            tokens[r].append(token)
+            if token in eos or grammar_end:
+                reasons[r] = "stop"
+            elif len(tokens[r]) >= caps[r]:
+                reasons[r] = "length"
+        if stops:
+            going = [r for r in live if not reasons[r]]
+            # The whole text each time: a stop string may span tokens, and a token may end inside a
+            # character that only the next one completes.
+            texts = tokenizer.batch_decode([tokens[r] for r in going], skip_special_tokens=True)
+            for r, text in zip(going, texts, strict=True):
+                if first_stop(text, stops) is not None:
+                    reasons[r] = "stop"
+        keep = [j for j, r in enumerate(live) if not reasons[r]]
+        if len(keep) == len(live):
+            continue
+        held -= sum(len(rows[r]) + caps[r] for r in live if reasons[r])
+        if constraint is not None:
+            constraint.keep(keep)
+        if sampler is not None:
+            sampler.keep(keep)
+        live = [live[j] for j in keep]
+        if not keep:
+            batch = chosen = None
+            continue
+        assert batch is not None
+        index = torch.tensor(keep, device=chosen.device)
+        batch.select(index)
+        chosen = chosen.index_select(0, index)
+    return list(zip(tokens, reasons, strict=True))
