@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Prompt tokens a prefix-caching server has to compute for the twelve metrics, per sample.
+
+No model runs. The engine evaluates generated samples (`benchmarks.datagen`) one at a time with a rule-based
+judge that records every request it is sent (statements are the sentences of the text they are asked for,
+verdicts lean "yes"), so the requests are exactly those a real run sends for these answers. Each request is
+rendered with a judge's chat template and tokenizer, and then walked in the engine's order, sample by sample,
+through a model of vLLM's automatic prefix caching: the prompt is cut into full blocks of B tokens, a block
+is identified by the hash of the whole token prefix it ends, and a request computes every token after the
+longest run of leading blocks already cached (at least its last token); then all its full blocks are
+cached. The cache never evicts (the optimistic case; a server with a small cache does worse).
+
+    python -m benchmarks.prefix_tokens                       # 20 English samples, K=3, SmolLM2's tokenizer
+    python -m benchmarks.prefix_tokens --samples 40 --k 5 --languages en zh --tokenizer DIR
+
+Prints, per block size, the prompt tokens per sample (without a cache, and computed with one), and the
+share of each prompt family.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import ascend_eval
+from ascend_eval.metrics import metric_names
+from ascend_eval.models.base import ClassifyRequest, GenerateRequest
+from ascend_eval.models.judge.chat import ChatRenderer
+from ascend_eval.models.judge.replay import ReplayJudge
+from ascend_eval.text import split_sentences
+from benchmarks.datagen import generate
+from benchmarks.request_counts import LengthEmbedder
+
+BLOCK_SIZES = (16, 32, 128)
+RAGAS_PER_SAMPLE = {16: 7140, 128: 8919}
+"""RAGAS 0.4.3's computed prompt tokens per sample for the same workload (SmolLM2's tokenizer, K=3, twelve
+metrics), as measured for issue 17; not re-measured by this script."""
+
+
+def default_tokenizer_dir() -> Path:
+    root = Path.home() / ".cache" / "ascend-eval" / "checkpoints"
+    found = sorted(p for p in root.glob("SmolLM2-*") if (p / "tokenizer.json").is_file())
+    if not found:
+        raise SystemExit(f"no SmolLM2 checkpoint under {root}; pass --tokenizer DIR")
+    return found[0]
+
+
+def _tail(request: GenerateRequest | ClassifyRequest) -> str:
+    """The request's own item: what follows its task line (new layout) or its last input (old layout)."""
+    content = request.messages[-1].content
+    for marker in ("\nTask: ", "\n任务：", "Input: ", "输入: "):
+        if marker in content:
+            return content.rsplit(marker, 1)[-1]
+    return content
+
+
+class RecordingRules:
+    """A rule-based judge for one sample at a time; it keeps every request in the order it was sent."""
+
+    def __init__(self) -> None:
+        self.sample: dict[str, Any] = {}
+        self.sent: list[GenerateRequest | ClassifyRequest] = []
+
+    def _which_text(self, request: GenerateRequest) -> str:
+        tail = _tail(request)
+        if tail.lstrip().startswith("{"):  # old layout: the input's JSON holds the text itself
+            data = json.loads(tail.split("\n", 1)[0].strip() if "\n" in tail else tail)
+            return str(data.get("answer", data.get("text", "")))
+        return (
+            self.sample["ground_truth"] if re.search(r"reference|参考", tail, re.I) else self.sample["answer"]
+        )
+
+    def generate(self, request: GenerateRequest) -> str:
+        self.sent.append(request)
+        name = request.tag.split("@")[0]
+        if name == "statements":
+            statements = split_sentences(self._which_text(request))
+            return json.dumps({"statements": statements}, ensure_ascii=False)
+        if name == "response_question":
+            return json.dumps({"question": self.sample["question"], "noncommittal": 0}, ensure_ascii=False)
+        if name == "entities":
+            return json.dumps({"entities": ["Alpha", "Beta", "1900"]})
+        raise LookupError(f"no rule for prompt {request.tag}")
+
+    def classify(self, request: ClassifyRequest) -> list[float]:
+        self.sent.append(request)
+        return [0.2] * (len(request.labels) - 1) + [0.8]
+
+
+def record(data: dict[str, list], metrics: Sequence[str]) -> list[list[GenerateRequest | ClassifyRequest]]:
+    """The requests each sample's evaluation sends, in the order the judge received them."""
+    rules = RecordingRules()
+    per_sample = []
+    for i in range(len(data["question"])):
+        rules.sample = {key: values[i] for key, values in data.items()}
+        rules.sent = []
+        judge = ReplayJudge(rules.generate, rules.classify, model_id="rules")
+        row = {key: [values[i]] for key, values in data.items()}
+        ascend_eval.evaluate(row, list(metrics), judge=judge, embedder=LengthEmbedder(), cache_dir=False,
+                             progress=False)  # fmt: skip
+        per_sample.append(list(rules.sent))
+    return per_sample
+
+
+class PrefixCache:
+    """vLLM-style automatic prefix caching over full blocks of `block` tokens, never evicting."""
+
+    def __init__(self, block: int) -> None:
+        self.block = block
+        self.cached: set[int] = set()
+
+    def compute(self, ids: Sequence[int]) -> int:
+        """The tokens of `ids` that must be computed; caches its full blocks."""
+        hashes, h = [], 0
+        for end in range(self.block, len(ids) + 1, self.block):
+            h = hash((h, tuple(ids[end - self.block : end])))
+            hashes.append(h)
+        hit = 0
+        for h in hashes:
+            if h not in self.cached:
+                break
+            hit += 1
+        self.cached.update(hashes)
+        return max(len(ids) - hit * self.block, 1)
+
+
+def tokens(renderer: ChatRenderer, request: GenerateRequest | ClassifyRequest) -> list[int]:
+    text = renderer.render(request.messages)
+    if isinstance(request, ClassifyRequest):
+        text += request.answer_prefix
+    return renderer.tokenizer(text, add_special_tokens=renderer.add_special_tokens)["input_ids"]
+
+
+def measure(per_sample: list[list[Any]], renderer: ChatRenderer) -> dict[str, Any]:
+    rendered = [[(r.tag.split("@")[0], tokens(renderer, r)) for r in sent] for sent in per_sample]
+    n = len(rendered)
+    out: dict[str, Any] = {"samples": n, "requests": sum(map(len, rendered)) / n}
+    out["prompt_tokens"] = sum(len(ids) for sent in rendered for _, ids in sent) / n
+    out["longest_prompt"] = max(len(ids) for sent in rendered for _, ids in sent)
+    for block in BLOCK_SIZES:
+        cache = PrefixCache(block)
+        by_family: dict[str, int] = defaultdict(int)
+        first = 0
+        for i, sent in enumerate(rendered):
+            for family, ids in sent:
+                computed = cache.compute(ids)
+                by_family[family] += computed
+                if i == 0:
+                    first += computed
+        total = sum(by_family.values())
+        # The first sample also computes what every later one reuses (instructions, examples): report the
+        # steady state, the mean over the other samples, as the per-sample figure.
+        steady = (total - first) / (n - 1) if n > 1 else total
+        out[f"B{block}"] = {
+            "computed_per_sample": steady,
+            "first_sample": first,
+            "share": {k: round(v / total, 3) for k, v in sorted(by_family.items(), key=lambda kv: -kv[1])},
+        }
+    return out
+
+
+def table(result: dict[str, Any], label: str) -> str:
+    lines = [
+        f"{label}: {result['samples']} samples, {result['requests']:.1f} requests and "
+        f"{result['prompt_tokens']:.0f} prompt tokens per sample (longest prompt {result['longest_prompt']})",
+        "",
+        "| block size | computed per sample | first sample | RAGAS per sample | ratio |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for block in BLOCK_SIZES:
+        row = result[f"B{block}"]
+        ragas = RAGAS_PER_SAMPLE.get(block)
+        ratio = f"{row['computed_per_sample'] / ragas:.2f}x" if ragas else "-"
+        lines.append(
+            f"| {block} | {row['computed_per_sample']:.0f} | {row['first_sample']} | {ragas or '-'} | {ratio} |"
+        )
+    shares = ", ".join(f"{k} {v:.0%}" for k, v in result["B16"]["share"].items())
+    lines += ["", f"Computed tokens by prompt family (B=16, all samples): {shares}"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--k", default="3", choices=["3", "5", "mixed"])
+    parser.add_argument("--languages", nargs="+", default=["en"], choices=["en", "zh"])
+    parser.add_argument("--tokenizer", type=Path, default=None, help="a checkpoint dir with a chat template")
+    parser.add_argument("--label", default="ours")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args(argv)
+
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(args.tokenizer or default_tokenizer_dir()))
+    data = generate(args.samples, seed=args.seed, languages=tuple(args.languages), k=args.k)
+    result = measure(record(data, metric_names()), ChatRenderer(tokenizer))
+    print(table(result, args.label))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
