@@ -167,8 +167,10 @@ def measure(per_sample: list[list[Any]], renderer: ChatRenderer) -> dict[str, An
 
 def table(result: dict[str, Any], label: str) -> str:
     lines = [
-        f"{label}: {result['samples']} samples, {result['requests']:.1f} requests and "
-        f"{result['prompt_tokens']:.0f} prompt tokens per sample (longest prompt {result['longest_prompt']})",
+        (
+            f"{label}: {result['samples']} samples, {result['requests']:.1f} requests and "
+            f"{result['prompt_tokens']:.0f} prompt tokens per sample (longest {result['longest_prompt']})"
+        ),
         "",
         "| block size | computed per sample | first sample | RAGAS per sample | ratio |",
         "| ---: | ---: | ---: | ---: | ---: |",
@@ -177,9 +179,8 @@ def table(result: dict[str, Any], label: str) -> str:
         row = result[f"B{block}"]
         ragas = RAGAS_PER_SAMPLE.get(block)
         ratio = f"{row['computed_per_sample'] / ragas:.2f}x" if ragas else "-"
-        lines.append(
-            f"| {block} | {row['computed_per_sample']:.0f} | {row['first_sample']} | {ragas or '-'} | {ratio} |"
-        )
+        cells = [block, f"{row['computed_per_sample']:.0f}", row["first_sample"], ragas or "-", ratio]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     shares = ", ".join(f"{k} {v:.0%}" for k, v in result["B16"]["share"].items())
     lines += ["", f"Computed tokens by prompt family (B=16, all samples): {shares}"]
     return "\n".join(lines)

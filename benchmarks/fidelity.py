@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Judge agreement on labelled pairs: does a metric score the better member of each pair strictly higher?
+
+Pairs come from WikiEval (the RAGAS paper's set; read from the path given, never copied here) and from our
+own Chinese pairs (`benchmarks/data/fidelity_zh.jsonl`). Each pair is two samples that differ in one
+property; the metrics that probe it run in classify mode on both members, and a pair counts as right only
+when the first scores strictly higher than the second: a tie, or a NaN on either side, counts as wrong.
+
+* faithfulness: the answer vs an ungrounded answer, same contexts (faithfulness, nv_response_groundedness);
+* answer_relevance: the answer vs a poor (incomplete, off-question) answer (answer_relevancy);
+* context_relevance: focused contexts vs the same padded (context_precision, context_utilization,
+  nv_context_relevance).
+
+The answer doubles as the reference where a metric needs one. WikiEval rows are taken shortest first
+(by the longest text of the row) so that a run fits a CPU; `--rows` sets how many per property.
+
+    python -m benchmarks.fidelity --wikieval ../shared/fidelity/WikiEval.csv --rows 10 \\
+        --judge ~/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --out fidelity.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import ascend_eval
+
+ZH_PAIRS = Path(__file__).parent / "data" / "fidelity_zh.jsonl"
+METRICS = {
+    "faithfulness": ("faithfulness", "nv_response_groundedness"),
+    "answer_relevance": ("answer_relevancy",),
+    "context_relevance": ("context_precision", "context_utilization", "nv_context_relevance"),
+}
+
+
+def _strip(text: str, prefix: str) -> str:
+    text = text.strip()
+    return text[len(prefix) :].strip() if text.startswith(prefix) else text
+
+
+def _sample(question: str, contexts: Sequence[str], response: str, reference: str) -> dict[str, Any]:
+    return {"user_input": question, "retrieved_contexts": list(contexts), "response": response,
+            "reference": reference}  # fmt: skip
+
+
+def wikieval_pairs(path: Path, rows: int) -> list[dict[str, Any]]:
+    """`rows` pairs per property from WikiEval.csv, the rows with the shortest texts first."""
+    with path.open(encoding="utf-8", newline="") as f:
+        table = list(csv.DictReader(f))
+    table.sort(key=lambda r: max(len(r["context_v2"]), len(r["context_v1"]), len(r["answer"])))
+    pairs = []
+    for i, r in enumerate(table[:rows]):
+        q, a = _strip(r["question"], "Question:"), _strip(r["answer"], "Answer:")
+        v1 = [str(c) for c in ast.literal_eval(r["context_v1"])]
+        v2 = [str(c) for c in ast.literal_eval(r["context_v2"])]
+        ungrounded, poor = _strip(r["ungrounded_answer"], "Answer:"), _strip(r["poor_answer"], "Answer:")
+        base = {"source": "wikieval", "language": "en", "id": f"wikieval-{i}"}
+        pairs += [
+            {**base, "property": "faithfulness",
+             "better": _sample(q, v1, a, a), "worse": _sample(q, v1, ungrounded, a)},
+            {**base, "property": "answer_relevance",
+             "better": _sample(q, v1, a, a), "worse": _sample(q, v1, poor, a)},
+            {**base, "property": "context_relevance",
+             "better": _sample(q, v1, a, a), "worse": _sample(q, v2, a, a)},
+        ]  # fmt: skip
+    return pairs
+
+
+def zh_pairs(path: Path) -> list[dict[str, Any]]:
+    """Our Chinese pairs: faithfulness and answer_relevance rows hold two responses, context_relevance
+    rows two context lists and the answer."""
+    pairs = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        base = {"source": "zh", "language": "zh", "id": r["id"], "property": r["property"]}
+        if r["property"] == "context_relevance":
+            better = _sample(r["question"], r["better"], r["answer"], r["answer"])
+            worse = _sample(r["question"], r["worse"], r["answer"], r["answer"])
+        else:
+            contexts = r.get("contexts") or [r["better"]]
+            better = _sample(r["question"], contexts, r["better"], r["better"])
+            worse = _sample(r["question"], contexts, r["worse"], r["better"])
+        pairs.append({**base, "better": better, "worse": worse})
+    return pairs
+
+
+def _columns(samples: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
+    return {key: [s[key] for s in samples] for key in samples[0]}
+
+
+def score_pairs(
+    pairs: list[dict[str, Any]], judge: Any, embedder: Any, cache_dir: Any
+) -> list[dict[str, Any]]:
+    """Each pair with its metrics' scores on both members ("scores": metric -> [better, worse])."""
+    for prop, metrics in METRICS.items():
+        group = [p for p in pairs if p["property"] == prop]
+        for language in ("en", "zh"):
+            subset = [p for p in group if p["language"] == language]
+            if not subset:
+                continue
+            samples = [p["better"] for p in subset] + [p["worse"] for p in subset]
+            started = time.perf_counter()
+            result = ascend_eval.evaluate(
+                _columns(samples), list(metrics), judge=judge, embedder=embedder, cache_dir=cache_dir,
+                language=language, judge_mode="classify", progress=False,
+            )  # fmt: skip
+            n = len(subset)
+            for metric in metrics:
+                scores = result[metric]
+                for i, pair in enumerate(subset):
+                    pair.setdefault("scores", {})[metric] = [scores[i], scores[n + i]]
+            took = time.perf_counter() - started
+            print(f"{prop} / {language}: {n} pairs, {', '.join(metrics)} in {took:.0f} s", flush=True)
+    return pairs
+
+
+def right(better: float, worse: float) -> bool:
+    """Strictly higher; a tie or a NaN on either side is wrong."""
+    return not math.isnan(better) and not math.isnan(worse) and better > worse
+
+
+def accuracy(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (metric, source): pairs, right, ties, NaN pairs."""
+    rows = []
+    for prop, metrics in METRICS.items():
+        for metric in metrics:
+            for source in ("wikieval", "zh", "all"):
+                scored = [p for p in pairs if p["property"] == prop and metric in p.get("scores", {})]
+                scored = [p for p in scored if source in ("all", p["source"])]
+                if not scored:
+                    continue
+                pair_scores = [p["scores"][metric] for p in scored]
+                rows.append({
+                    "metric": metric, "source": source, "pairs": len(scored),
+                    "right": sum(right(b, w) for b, w in pair_scores),
+                    "ties": sum(b == w for b, w in pair_scores),
+                    "nan": sum(math.isnan(b) or math.isnan(w) for b, w in pair_scores),
+                })  # fmt: skip
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| metric | pairs | right | accuracy | ties | NaN |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        acc = r["right"] / r["pairs"]
+        cells = [r["metric"], f"{r['pairs']} {r['source']}", r["right"], f"{acc:.2f}", r["ties"], r["nan"]]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--wikieval", type=Path, default=None, help="path to WikiEval.csv")
+    parser.add_argument("--rows", type=int, default=10, help="WikiEval pairs per property")
+    parser.add_argument("--zh", type=Path, default=ZH_PAIRS, help="our Chinese pairs (JSON lines)")
+    parser.add_argument("--no-zh", action="store_true")
+    parser.add_argument("--properties", nargs="+", default=list(METRICS), choices=list(METRICS))
+    parser.add_argument("--judge", required=True, help="a judge: shipped name, directory or .gguf")
+    parser.add_argument("--embedder", default="multilingual-e5-small")
+    parser.add_argument("--cache-dir", default=None, help="request cache (default: none)")
+    parser.add_argument("--out", type=Path, default=None, help="write pairs, scores and accuracy as JSON")
+    args = parser.parse_args(argv)
+
+    pairs = wikieval_pairs(args.wikieval, args.rows) if args.wikieval else []
+    if not args.no_zh:
+        pairs += zh_pairs(args.zh)
+    pairs = [p for p in pairs if p["property"] in args.properties]
+    if not pairs:
+        raise SystemExit("no pairs: pass --wikieval PATH and/or keep the Chinese pairs")
+    from ascend_eval.models.factory import resolve
+
+    judge, embedder = resolve(args.judge, "judge"), resolve(args.embedder, "embedder")  # built once
+    started = time.perf_counter()
+    score_pairs(pairs, judge, embedder, args.cache_dir or False)
+    rows = accuracy(pairs)
+    print(table(rows))
+    print(f"total {time.perf_counter() - started:.0f} s")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"command": sys.argv, "accuracy": rows, "pairs": pairs}, indent=1,
+                                       ensure_ascii=False))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
