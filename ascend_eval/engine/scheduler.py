@@ -172,6 +172,9 @@ class _Slot:
     """The content key (cache key); with dedupe off a slot is one occurrence, and keys repeat."""
     request: Request
     round: int
+    codec: Codec[Any, Any]
+    group: Hashable
+    """The batch group the request joins (`Codec.group`)."""
     label: str
     waiters: list[tuple[PlanId, int]] = field(default_factory=list)
 
@@ -303,7 +306,8 @@ class _Run:
         key = request_key(request, self.engine.model_for(request).model_id)
         if getattr(request, "tag", ""):
             self.engine.prompt_tags.add(request.tag)  # type: ignore[union-attr]
-        _, label = codec_for(request).group(request)
+        codec = codec_for(request)
+        group, label = codec.group(request)
         stage = self._stage(label)
         stats.requests += 1
         stage.requests += 1
@@ -318,7 +322,7 @@ class _Run:
             self.occurrence += 1
         slot = self.slots.get(slot_id)
         if slot is None:
-            slot = self.slots[slot_id] = _Slot(key, request, live.step, label)
+            slot = self.slots[slot_id] = _Slot(key, request, live.step, codec, group, label)
             self.lookups.append(slot_id)
             stats.unique += 1
             stage.unique += 1
@@ -339,12 +343,10 @@ class _Run:
                 self._stage(slot.label).cache_hits += 1
                 self._resolve(slot_id, hits[slot.key])
                 continue
-            codec = codec_for(slot.request)
-            group, _ = codec.group(slot.request)
             order = min((self.live[pid].order for pid, _ in slot.waiters if pid in self.live), default=0)
             lane = self._lane(slot.request)
             self.seq += 1
-            jobs[lane].append((group, codec, Job(order, self.seq, slot_id, slot.request)))
+            jobs[lane].append((slot.group, slot.codec, Job(order, self.seq, slot_id, slot.request)))
             batches = self._round(slot.round).batches
             batches[slot.label] = batches.get(slot.label, 0) + 1
         for lane, lane_jobs in jobs.items():
@@ -376,7 +378,7 @@ class _Run:
             stage.sent += 1
             stage.backend_seconds += share
             self.sent += 1
-            codec = codec_for(slot.request)
+            codec = slot.codec
             error = result if isinstance(result, str) else codec.error(result)
             if error is not None:
                 stats.failed += 1
