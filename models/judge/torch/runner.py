@@ -20,6 +20,7 @@ from ascend_eval.models.batching import batches_by_budget, longest_first
 from ascend_eval.models.device import DeviceInfo
 from ascend_eval.models.errors import BackendError
 from ascend_eval.models.judge.torch.config import TorchJudgeConfig, cache_param, forward_params
+from ascend_eval.models.judge.torch.kv import growing_cache
 from ascend_eval.models.judge.torch.plan import KvOps, Node, PrefixTree, Unit, sharing_pays
 
 if TYPE_CHECKING:
@@ -116,16 +117,21 @@ class Runner:
         try:
             from transformers.cache_utils import DynamicLayer
 
-            layers = self.new_cache().layers
+            layers = self._model_cache().layers
         except Exception:  # an older or unusual cache API: keep the plain path rather than guess
             return False
         return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
-    def new_cache(self) -> Any:
-        """An empty KV cache of the kind the model would build itself (so generation matches its own)."""
+    def _model_cache(self) -> Any:
         from transformers.cache_utils import DynamicCache
 
         return DynamicCache(config=self.model.config)
+
+    def new_cache(self) -> Any:
+        """An empty KV cache of the kind the model would build itself (so generation matches its own);
+        where every layer is plain full attention, its layers append in place (`kv.growing_cache`)."""
+        cache = self._model_cache()
+        return growing_cache(cache) if self.shares_prefix else cache
 
     def left_pad(self, rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """input_ids, attention_mask and position_ids `[B, T]` long, left-padded, on the device."""
