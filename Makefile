@@ -47,7 +47,7 @@ test: $(STAMP) $(VLLM_STAMP)
 	$(BIN)/python -m ruff check .
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest --doctest-modules ascend_eval models kernels tests
 	# The vLLM backends for real, in vLLM's own venv (they skip in the one above); in-process engines start fast.
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_VENV)/bin/python -m pytest tests/models/vllm
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 $(VLLM_VENV)/bin/python -m pytest tests/models/vllm tests/models/test_vllm_keywords.py
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check .

@@ -22,7 +22,8 @@ from ascend_eval.examples import builtin_dataset
 from ascend_eval.metrics import Metric, MetricResult, PlanContext, resolve_metrics
 from ascend_eval.models.base import GenerationParams
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.models.factory import ModelArg, check, resolve
+from ascend_eval.models.factory import ModelArg, check, resolve_models
+from ascend_eval.models.lazy import is_loaded, runtime_of
 from ascend_eval.models.spec import Backend
 from ascend_eval.models.weights.paths import cache_root
 from ascend_eval.results import EvaluationResult
@@ -68,6 +69,26 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _devices(models: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Where each loaded local model ran, in which dtype and why (a model never loaded, or an endpoint,
+    is left out)."""
+    out: dict[str, dict[str, Any]] = {}
+    for role, model in models.items():
+        if not is_loaded(model):
+            continue
+        runtime = runtime_of(model)
+        device, precision = getattr(runtime, "device", None), getattr(runtime, "precision", None)
+        if device is None or precision is None:
+            continue
+        entry: dict[str, Any] = {"device": device.describe(), "dtype": precision.dtype}
+        entry["dtype_reason"] = precision.reason
+        share = getattr(getattr(runtime, "config", None), "gpu_memory_utilization", None)
+        if share is not None and device.type != "cpu":
+            entry["gpu_memory_utilization"] = share
+        out[role] = entry
+    return out
+
+
 def evaluate(
     dataset: Any,
     metrics: Iterable[str | Metric] | str | Metric | None = None,
@@ -79,6 +100,7 @@ def evaluate(
     embedder_backend: Backend = "auto",
     cross_encoder_backend: Backend = "auto",
     device: str | None = None,
+    memory_budget: float | None = None,
     cache_dir: str | Path | Literal[False] | None = None,
     language: str = "auto",
     ragas_compat: bool = False,
@@ -112,6 +134,10 @@ def evaluate(
             on its server: leave these "auto" there. A `ModelSpec` that names its backend keeps it.
         device: "auto", "cpu", "cuda[:N]" or "npu[:N]" for on-device models (default: the
             ASCEND_EVAL_DEVICE setting, else auto-detection); a `ModelSpec`'s own device comes first.
+        memory_budget: share of each accelerator's memory the run's local models may take together
+            (default 0.9): every vLLM engine without its own `gpu_memory_utilization` gets its part, after
+            each torch model on the device has its reserve (`ascend_eval.models.budget`), so that two
+            engines and a torch model on one NPU all start.
         cache_dir: where answered requests are cached (default `~/.cache/ascend-eval/requests`);
             False disables the cache. A re-run with the same inputs resumes from it.
         language: prompt language: "auto" (per sample, by its share of Chinese characters), "en" or "zh".
@@ -151,18 +177,15 @@ def evaluate(
         check(value, role)  # type: ignore[arg-type]  # a model of another role, even one not needed
     cache = _cache(cache_dir)
 
+    wanted: dict[str, ModelArg] = {"judge": judge, "embedder": embedder, "reranker": cross_encoder}
+    built = resolve_models(
+        {role: value for role, value in wanted.items() if role in roles},  # type: ignore[misc]
+        backends={"judge": judge_backend, "embedder": embedder_backend, "reranker": cross_encoder_backend},
+        device=device,
+        memory_budget=memory_budget,
+    )
     backends = Backends(
-        judge=resolve(judge, "judge", backend=judge_backend, device=device) if "judge" in roles else None,
-        embedder=(
-            resolve(embedder, "embedder", backend=embedder_backend, device=device)
-            if "embedder" in roles
-            else None
-        ),
-        reranker=(
-            resolve(cross_encoder, "reranker", backend=cross_encoder_backend, device=device)
-            if "reranker" in roles
-            else None
-        ),
+        judge=built.get("judge"), embedder=built.get("embedder"), reranker=built.get("reranker")
     )
     # Backends built here are closed here (HTTP pools); objects the caller passed in stay theirs.
     given = {id(judge), id(embedder), id(cross_encoder)}
@@ -192,6 +215,7 @@ def evaluate(
         for i, sample in enumerate(data)
         for m in chosen
     }
+    devices: dict[str, dict[str, Any]] = {}
     try:
         outcomes = engine.run(plans)
     except KeyboardInterrupt:
@@ -205,6 +229,7 @@ def evaluate(
         raise
     finally:
         cache.close()
+        devices = _devices(built)  # before the models are closed
         for backend in owned:
             close = getattr(backend, "close", None)
             if close is not None:
@@ -236,6 +261,8 @@ def evaluate(
         "judge_mode": judge_mode,
         "decoding": {"temperature": 0.0, "seed": GenerationParams().seed},
         "dataset": {"source": data.source, "samples": len(data)},
+        "devices": devices,
+        "memory_budget": memory_budget,
         "cache": str(cache.path) if cache.path else None,
         "versions": _versions(),
     }

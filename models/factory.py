@@ -27,7 +27,7 @@ from ascend_eval.models.device import DEVICE_ENV, resolve_device
 from ascend_eval.models.errors import ConfigError, MissingDependencyError
 from ascend_eval.models.spec import ENGINE_SETTINGS, ModelSpec, with_article
 
-__all__ = ["ModelArg", "build", "check", "local_path", "resolve", "tuned"]
+__all__ = ["ModelArg", "build", "check", "local_path", "resolve", "resolve_models", "spec_for", "tuned"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +101,19 @@ def resolve(value: ModelArg, role: Role, *, backend: str = "auto", device: str |
     Raises:
         ConfigError: `value` is of another role (before anything loads), or see `build`.
     """
+    spec = spec_for(value, role, backend=backend, device=device)
+    return build(spec) if isinstance(spec, ModelSpec) else spec
+
+
+def spec_for(
+    value: ModelArg, role: Role, *, backend: str = "auto", device: str | None = None
+) -> ModelSpec | Runtime:
+    """The `ModelSpec` of what a user passed as a role's model (as `resolve` takes it), or the runtime
+    itself when an instance was passed (checked for the role).
+
+    Raises:
+        ConfigError: `value` is of another role, or `backend` contradicts it.
+    """
     if value is None:
         from ascend_eval.models.weights.registry import DEFAULTS
 
@@ -127,7 +140,40 @@ def resolve(value: ModelArg, role: Role, *, backend: str = "auto", device: str |
         return _instance(value, role)
     if device is not None and spec.device is None and not spec.is_endpoint:
         spec = spec.replace(device=device)
-    return build(spec)
+    return spec
+
+
+def resolve_models(
+    values: dict[Role, ModelArg],
+    *,
+    backends: dict[Role, str] | None = None,
+    device: str | None = None,
+    memory_budget: float | None = None,
+) -> dict[Role, Runtime]:
+    """The runtimes of one run, whose local models share each accelerator within `memory_budget`
+    (`ascend_eval.models.budget.split_memory`: every vLLM engine without its own `gpu_memory_utilization`
+    gets its part).
+
+    Args:
+        values: what was passed per role (as `resolve` takes it).
+        backends: the backend per role for models given by name or path.
+        device: the device of local models whose spec names none.
+        memory_budget: share of each accelerator the run's local models may take together; None: the
+            default (`DEFAULT_MEMORY_BUDGET`).
+
+    Raises:
+        ConfigError: as `resolve`, or the budget cannot hold the models that share a device.
+    """
+    from ascend_eval.models.budget import DEFAULT_MEMORY_BUDGET, check_budget, split_memory
+
+    budget = check_budget(DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget)
+    chosen = {
+        role: spec_for(value, role, backend=(backends or {}).get(role, "auto"), device=device)
+        for role, value in values.items()
+    }
+    specs = {role: spec for role, spec in chosen.items() if isinstance(spec, ModelSpec)}
+    planned = split_memory(specs, budget, device=device)
+    return {role: build(planned[role]) if role in planned else chosen[role] for role in chosen}
 
 
 def check(value: ModelArg, role: Role) -> None:

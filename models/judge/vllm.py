@@ -35,7 +35,13 @@ from ascend_eval.models.base import (
 )
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
 from ascend_eval.models.judge.base import LabelIds, TokenJudge, check_judge_model
-from ascend_eval.models.vllm_runtime import VllmEngineConfig, import_vllm, start_engine, stop_engine
+from ascend_eval.models.vllm_runtime import (
+    VllmEngineConfig,
+    import_vllm,
+    label_logprobs_supported,
+    start_engine,
+    stop_engine,
+)
 
 __all__ = ["VllmJudge", "VllmJudgeConfig", "label_probs"]
 
@@ -84,11 +90,6 @@ def label_probs(logprobs: Mapping[int, float], label_ids: Sequence[Sequence[int]
     return tuple(label_softmax_native(row, matrix)[0].tolist())
 
 
-def _has_field(cls: Any, name: str) -> bool:
-    """Whether vLLM's `SamplingParams` (a msgspec struct, or a dataclass in old releases) has `name`."""
-    return name in getattr(cls, "__struct_fields__", ()) or name in getattr(cls, "__dataclass_fields__", {})
-
-
 class VllmJudge(TokenJudge):
     """A judge LLM on vLLM, implementing the `Judge` protocol. The checkpoint, `model_id` (the same as
     `TorchJudge` gives, so the request cache is shared between the two backends), tokenizer, chat rendering,
@@ -99,9 +100,11 @@ class VllmJudge(TokenJudge):
 
     Attributes:
         device: where the model runs.
+        precision: the dtype it computes in, and why.
         max_model_len: the engine's limit on prompt plus output tokens.
         exact_label_logprobs: True where vLLM returns the logprobs of chosen token ids
-            (`SamplingParams.logprob_token_ids`); older releases return the whole vocabulary's instead.
+            (`SamplingParams.logprob_token_ids`; vllm-ascend from v0.19.1); older releases return the whole
+            vocabulary's instead.
 
     Raises:
         ConfigError: a setting is invalid, or the device is not the platform vLLM runs on.
@@ -115,11 +118,11 @@ class VllmJudge(TokenJudge):
         super().__init__(config.model, trust_remote_code=config.trust_remote_code)
 
         self._sampling_cls = vllm.SamplingParams
-        self.exact_label_logprobs = _has_field(self._sampling_cls, "logprob_token_ids")
+        self.exact_label_logprobs = label_logprobs_supported(self._sampling_cls)
         extra: dict[str, Any] = {"enable_prefix_caching": config.enable_prefix_caching}
         if not self.exact_label_logprobs:
             extra["max_logprobs"] = -1  # classify then reads the whole vocabulary's logprobs
-        self.llm, self.device = start_engine(config, "VllmJudge", **extra)
+        self.llm, self.device, self.precision = start_engine(config, "VllmJudge", **extra)
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
         self._structured = _structured_output_factory()
         log.info("VllmJudge %s ready on %s.", self.model_id, self.device.describe())

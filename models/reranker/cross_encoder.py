@@ -22,6 +22,7 @@ from ascend_eval.models.device import resolve_device
 from ascend_eval.models.embedder.sentence_transformers import (
     check_model_dir,
     import_sentence_transformers,
+    loaded_precision,
 )
 from ascend_eval.models.errors import BackendError, ConfigError
 from ascend_eval.models.weights.paths import local_model_id
@@ -82,6 +83,7 @@ class TorchReranker:
     Attributes:
         model_id: `<directory name>@<content hash>`, see `local_model_id`.
         device: where the model runs (`DeviceInfo`).
+        precision: the dtype it computes in (sentence-transformers loads float32 weights), and why.
         trained: False when the directory had no scoring head and one was initialised at random.
     """
 
@@ -109,6 +111,7 @@ class TorchReranker:
         st = import_sentence_transformers()
         import torch
 
+        self.device.activate()  # the runtime's context on this device, not on device 0
         try:
             self._model = st.CrossEncoder(
                 str(path),
@@ -129,6 +132,7 @@ class TorchReranker:
                 "pair. Use a cross-encoder trained for relevance (num_labels=1)."
             )
         self._activation = torch.nn.Sigmoid() if config.activation == "sigmoid" else torch.nn.Identity()
+        self.precision = loaded_precision(self._model)
         logger.info("Loaded reranker %s on %s", self.model_id, self.device.describe())
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> NDArray[np.float32]:

@@ -49,6 +49,7 @@ class VllmReranker:
     Attributes:
         model_id: `<directory name>@<content hash>`, the same as `TorchReranker` gives for the directory.
         device: where the model runs.
+        precision: the dtype it computes in, and why.
     """
 
     def __init__(self, config: VllmRerankerConfig) -> None:
@@ -70,7 +71,7 @@ class VllmReranker:
             )
         self.model_id = local_model_id(path)
         vllm = import_vllm()
-        self.llm, self.device = start_engine(config, "VllmReranker", runner="pooling")
+        self.llm, self.device, self.precision = start_engine(config, "VllmReranker", runner="pooling")
         self._params: Any = None
         if config.activation == "none":
             self._params = vllm.PoolingParams(use_activation=False)

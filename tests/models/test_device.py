@@ -23,7 +23,7 @@ def fake_npu(monkeypatch):
     calls = []
     npu = types.SimpleNamespace(
         device_count=lambda: 2,
-        synchronize=lambda: calls.append("synchronize"),
+        synchronize=lambda device=None: calls.append(f"synchronize:{device}"),
         empty_cache=lambda: calls.append("empty_cache"),
         mem_get_info=lambda index=0: (calls.append(f"mem_get_info:{index}"), (30 << 30, 64 << 30))[1],
     )
@@ -48,7 +48,7 @@ def test_auto_prefers_an_npu(fake_npu):
     device.synchronize()
     device.empty_cache()
     assert device.mem_get_info() == (30 << 30, 64 << 30)
-    assert fake_npu == ["synchronize", "empty_cache", "mem_get_info:0"]
+    assert fake_npu == ["synchronize:npu:0", "empty_cache", "mem_get_info:0"]
 
 
 def test_npu_index_counts_within_visible_devices(fake_npu):

@@ -28,7 +28,7 @@ from ascend_eval.models.base import (
     GenerationParams,
 )
 from ascend_eval.models.batching import longest_first, scatter
-from ascend_eval.models.device import DeviceInfo, resolve_device
+from ascend_eval.models.device import DeviceInfo, Precision, resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
 from ascend_eval.models.judge.base import LabelIds, TokenJudge
 from ascend_eval.models.judge.torch.config import TorchJudgeConfig, import_engine
@@ -52,6 +52,7 @@ class TorchJudge(TokenJudge):
     Attributes:
         device: where the model runs.
         dtype: the torch dtype the model computes in (`config.dtype`, "auto" resolved by the device).
+        precision: that dtype's name and why it was chosen.
         max_model_len: the effective limit on prompt plus output tokens (None: unlimited).
         runner: runs the model and holds the prefix tree.
         prefix_tokens_reused: prompt tokens not computed because their KV came from a shared or kept
@@ -69,9 +70,12 @@ class TorchJudge(TokenJudge):
         self.device: DeviceInfo = resolve_device(config.device)
         super().__init__(config.model, trust_remote_code=config.trust_remote_code)
         path = self.checkpoint
-        dtype_name = self.device.default_dtype if config.dtype == "auto" else config.dtype
+        chosen = Precision(config.dtype, f"dtype={config.dtype!r} was set")
+        self.precision = self.device.precision() if config.dtype == "auto" else chosen
+        dtype_name = self.precision.dtype
         self.dtype = getattr(torch, dtype_name)
         started = time.perf_counter()
+        self.device.activate()  # the runtime's context on this device, not on device 0
         try:
             self.model = transformers.AutoModelForCausalLM.from_pretrained(
                 path,

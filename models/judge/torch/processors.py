@@ -20,8 +20,9 @@ class GrammarMask:
     """Keeps each row of a decode batch inside its JSON-schema grammar, with one xgrammar matcher per row.
 
     Written here rather than using `xgrammar.contrib.hf.LogitsProcessor`, which is bound to a fixed batch:
-    here rows leave the batch as they finish (`keep`) and waiting rows join it (`add`). The mask is
-    unpacked with plain torch ops so it runs on any device.
+    here rows leave the batch as they finish (`keep`) and waiting rows join it (`add`). The bitmask is
+    unpacked on the CPU and only the boolean mask moves to the device, so the device runs nothing but
+    `masked_fill`.
     """
 
     def __init__(self, grammar: Any) -> None:
@@ -50,16 +51,18 @@ class GrammarMask:
         for i, m in enumerate(self.matchers):
             if self.active[i]:
                 m.fill_next_token_bitmask(self.bitmask, i)
-        bits = self.bitmask[:rows].to(scores.device)
-        shifts = torch.arange(32, dtype=bits.dtype, device=bits.device)
+        # Unpacked and completed on the CPU, where xgrammar fills the bitmask (torch_npu's operator table
+        # lists no int32 right shift); only the boolean mask moves to the device, for `masked_fill`.
+        bits = self.bitmask[:rows]
+        shifts = torch.arange(32, dtype=bits.dtype)
         allowed = ((bits.unsqueeze(-1) >> shifts) & 1).bool().flatten(1)
         allowed = allowed[:, : scores.shape[1]]
         if allowed.shape[1] < scores.shape[1]:
             # Logits wider than the grammar's vocabulary (padded lm_head): never allow the extra ids.
             pad = torch.zeros(rows, scores.shape[1] - allowed.shape[1], dtype=torch.bool)
-            allowed = torch.cat([allowed, pad.to(allowed.device)], dim=1)
-        allowed[~torch.tensor(self.active, device=allowed.device)] = True
-        return scores.masked_fill(~allowed, float("-inf"))
+            allowed = torch.cat([allowed, pad], dim=1)
+        allowed[~torch.tensor(self.active)] = True
+        return scores.masked_fill((~allowed).to(scores.device), float("-inf"))
 
     def accept(self, tokens: list[int]) -> list[bool]:
         """Advance each row's matcher by its new token; True where the grammar has ended (it accepted a stop

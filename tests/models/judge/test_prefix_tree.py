@@ -239,24 +239,25 @@ def test_auto_dtype_follows_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_accelerators_are_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    """CUDA and torch_npu answer `is_bf16_supported()`; where the question cannot be asked (no torch_npu),
-    an accelerator keeps bfloat16, and one whose driver fails to answer gets float32."""
+    """torch_npu answers `is_bf16_supported()`, a CUDA GPU its compute capability; an accelerator without
+    bfloat16, or whose driver fails to answer, gets float16 (every NPU and GPU computes it), never float32.
+    The stand-ins per chip are in tests/models/test_device_process.py."""
     from types import SimpleNamespace
 
     def fails() -> bool:
         raise RuntimeError("driver")
 
     fake = SimpleNamespace(
-        cuda=SimpleNamespace(is_bf16_supported=lambda including_emulation=True: including_emulation),
-        npu=SimpleNamespace(is_bf16_supported=lambda: True),
+        cuda=SimpleNamespace(get_device_capability=lambda index=0: (7, 0)),
+        npu=SimpleNamespace(is_bf16_supported=lambda: True, get_device_name=lambda index=0: "Ascend910B3"),
     )
     monkeypatch.setattr(device_module, "_torch", lambda: fake)
-    assert DeviceInfo("cuda", 0).default_dtype == "float32"  # emulated only: not native
+    assert DeviceInfo("cuda", 0).default_dtype == "float16"  # a V100: no native bfloat16
     assert DeviceInfo("npu", 0).default_dtype == "bfloat16"
-    fake.npu = SimpleNamespace(is_bf16_supported=fails)
-    assert DeviceInfo("npu", 0).default_dtype == "float32"
+    fake.npu.is_bf16_supported = fails
+    assert DeviceInfo("npu", 0).default_dtype == "float16"
     del fake.npu
-    assert DeviceInfo("npu", 0).default_dtype == "bfloat16"
+    assert DeviceInfo("npu", 0).default_dtype == "float16"
 
 
 BF16_TOLERANCE = 0.05

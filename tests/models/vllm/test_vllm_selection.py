@@ -9,7 +9,7 @@ import pytest
 
 from ascend_eval.cli.main import build_parser
 from ascend_eval.models import vllm_runtime
-from ascend_eval.models.device import DeviceInfo
+from ascend_eval.models.device import DeviceInfo, Precision
 from ascend_eval.models.errors import ConfigError, MissingDependencyError
 from ascend_eval.models.factory import resolve
 from ascend_eval.models.judge.vllm import VllmJudgeConfig, label_probs
@@ -71,7 +71,7 @@ def test_engine_arguments_per_device(checkpoint: Path, monkeypatch) -> None:
         True,
         CPU_KV_CACHE_BYTES,
     )
-    npu = config.engine_kwargs(DeviceInfo("npu", 0))
+    npu = config.engine_kwargs(DeviceInfo("npu", 0), Precision("bfloat16", "torch_npu: Ascend910B3"))
     assert (npu["dtype"], npu["enforce_eager"], npu["tensor_parallel_size"]) == ("bfloat16", False, 2)
     assert npu["gpu_memory_utilization"] == 0.5 and "kv_cache_memory_bytes" not in npu
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "2")  # vLLM's own CPU setting wins over our default
