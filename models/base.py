@@ -19,7 +19,9 @@ from ascend_eval.models.errors import ConfigError
 
 Role = Literal["judge", "embedder", "reranker"]
 EmbedKind = Literal["query", "document"]
-FinishReason = Literal["stop", "length", "error"]
+FinishReason = Literal["stop", "length", "repetition", "error"]
+"""Why generation ended: a stop (EOS, grammar end, stop string), the token cap, a loop the backend cut
+(`TorchJudgeConfig.loop_guard`), or a failure."""
 
 
 @dataclass(frozen=True)

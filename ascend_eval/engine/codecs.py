@@ -102,7 +102,7 @@ class GenerateCodec(Codec[GenerateRequest, GenerateResult]):
 
     def decode(self, request: GenerateRequest, body: str | None, blob: bytes | None) -> GenerateResult:
         data = _object(body, ("text", "finish_reason", "prompt_tokens", "completion_tokens", "error"))
-        if data["finish_reason"] not in ("stop", "length") or data["error"] is not None:
+        if data["finish_reason"] not in ("stop", "length", "repetition") or data["error"] is not None:
             raise ValueError(
                 f"finish_reason {data['finish_reason']!r} / error {data['error']!r}: not an answer"
             )

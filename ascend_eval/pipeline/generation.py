@@ -66,7 +66,7 @@ def generate_answers(
         for q, c, lang in zip(questions, contexts, languages, strict=True)
     ]
     results: list[GenerateResult] = ask(engine, requests, "generate")
-    cut = sum(r.finish_reason == "length" for r in results)
+    cut = sum(r.finish_reason in ("length", "repetition") for r in results)
     if cut:
         logger.warning(
             "%d of %d RAG answers reached answer_max_tokens=%d and were cut; raise it for whole answers.",

@@ -149,6 +149,12 @@ class PromptSpec(Generic[In, Out]):
             return ParseFailure(result.text, f"{BACKEND_ERROR}: {result.error}")
         if result.finish_reason == "length":
             return ParseFailure(result.text, "truncated: the judge reached max_tokens; raise max_tokens")
+        if result.finish_reason == "repetition":
+            return ParseFailure(
+                result.text,
+                "repetition: the judge repeated the same text over and over and was stopped; a larger "
+                "judge loops less",
+            )
         data = extract_json(result.text)
         if data is None:
             return ParseFailure(result.text, "parse_failure: no JSON object in the judge output")

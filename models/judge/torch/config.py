@@ -46,6 +46,13 @@ class TorchJudgeConfig:
     """Fewest tokens a run of prompt tokens that several prompts share (the preamble, a sample's block)
     must have to run once in a prompt pass of its own, its KV cache then read by every prompt beneath it;
     0 turns prefix sharing off. A shorter shared run is computed again with what follows it."""
+    loop_guard: int = 48
+    """Stop generating for a row whose output ends in the same run of tokens three times in a row, once
+    the repeats cover at least this many tokens (finish_reason "repetition"; its answer is then a parse
+    failure with that reason, as it would have been at max_tokens); 0 turns it off. A small judge that
+    starts repeating a statement rarely stops before its cap, and those rows otherwise decode alone to
+    the cap while the rest of the batch waits. The text it keeps is the start of what it would have
+    written without the guard."""
     kv_cache_bytes: int = 1 << 30
     """Bytes of shared-prefix KV cache kept between calls (1 GiB), least recently used dropped first, so
     that a later call whose prompts start the same (the preamble, a sample's block) does not compute them
@@ -64,6 +71,10 @@ class TorchJudgeConfig:
             raise ConfigError(
                 f"TorchJudgeConfig.min_shared_prefix must be >= 0 (0 turns prefix sharing off), "
                 f"got {self.min_shared_prefix}."
+            )
+        if self.loop_guard < 0:
+            raise ConfigError(
+                f"TorchJudgeConfig.loop_guard must be >= 0 (0 turns it off), got {self.loop_guard}."
             )
         if self.kv_cache_bytes < 0:
             raise ConfigError(f"TorchJudgeConfig.kv_cache_bytes must be >= 0, got {self.kv_cache_bytes}.")

@@ -17,7 +17,7 @@ from typing import Any
 
 from ascend_eval.models.base import GenerationParams
 from ascend_eval.models.judge.torch.plan import Node, widens
-from ascend_eval.models.judge.torch.processors import GrammarMask, SeededSampler, first_stop
+from ascend_eval.models.judge.torch.processors import GrammarMask, SeededSampler, first_stop, repeats
 from ascend_eval.models.judge.torch.runner import Batch, Runner
 
 __all__ = ["decode"]
@@ -38,7 +38,8 @@ def decode(
     A row joins the batch while the batch's rows, each counting its prompt plus its cap, stay within
     `token_budget` and `max_batch_size` (a row joins an empty batch whatever its size). A row ends at an
     EOS token (which it keeps, as transformers' `generate` does), when its grammar terminates, when its
-    decoded text first shows a stop string, or at its cap ("length"). Decoding reads nothing from the
+    decoded text first shows a stop string, at its cap ("length"), or when it loops ("repetition", see
+    `TorchJudgeConfig.loop_guard`). Decoding reads nothing from the
     checkpoint's generation_config: `params` are the only settings.
 
     Args:
@@ -48,7 +49,7 @@ def decode(
         caps: per row, the most tokens it may generate.
 
     Returns:
-        Per row, its generated token ids and "stop" or "length".
+        Per row, its generated token ids and "stop", "length" or "repetition".
     """
     import torch
 
@@ -121,6 +122,8 @@ def decode(
                 reasons[r] = "stop"
             elif len(tokens[r]) >= caps[r]:
                 reasons[r] = "length"
+            elif config.loop_guard and repeats(tokens[r], config.loop_guard):
+                reasons[r] = "repetition"
         if stops:
             going = [r for r in live if not reasons[r]]
             # The whole text each time: a stop string may span tokens, and a token may end inside a

@@ -302,8 +302,9 @@ class TorchJudge(TokenJudge):
 
         Returns:
             One `GenerateResult` per request, in input order. finish_reason is "length" when max_tokens (or
-            max_model_len) was reached without EOS or a stop string, else "stop"; a prompt over
-            `max_model_len` gets an error result of its own.
+            max_model_len) was reached without EOS or a stop string, "repetition" when the loop guard
+            stopped a row that kept repeating itself (`TorchJudgeConfig.loop_guard`), else "stop"; a prompt
+            over `max_model_len` gets an error result of its own.
 
         Raises:
             ConfigError: a `json_schema` cannot be compiled, or the model takes no KV cache.

@@ -209,3 +209,26 @@ def test_prefix_cuts_only_where_two_passes_pay(judge: TorchJudge) -> None:
     assert judge.prefix_cuts([*two_families, [9] * 3]) is None
     assert judge.prefix_cuts([[*a, 2], [7, *a]]) is None  # nothing shared
     assert judge.prefix_cuts([[*a, 2]]) is None  # one row
+
+
+def test_loop_guard_only_cuts_rows_that_repeat_themselves(smollm2_gguf_file: Path) -> None:
+    """The shipped SmolLM2 falls into loops (greedy) on prompts like these: with the guard a looping row
+    stops early with "repetition", its text the start of what it writes unguarded, and a row that does
+    not loop is untouched."""
+    prompts = [
+        "Write the word cat one hundred times, separated by spaces.",
+        "Count from 1 to 5.",
+        "List the colours of the rainbow, then repeat the list ten times.",
+    ]
+    requests = [GenerateRequest(chat(p), GenerationParams(max_tokens=200)) for p in prompts]
+    guarded = TorchJudge(TorchJudgeConfig(model=smollm2_gguf_file, device="cpu", loop_guard=24))
+    cut = guarded.generate(requests)
+    whole = TorchJudge(TorchJudgeConfig(model=smollm2_gguf_file, device="cpu", loop_guard=0)).generate(
+        requests
+    )
+    assert [r.finish_reason for r in whole] == ["length", "stop", "length"]
+    assert [r.finish_reason for r in cut] == ["repetition", "stop", "repetition"]
+    assert cut[1] == whole[1]
+    for c, w in zip(cut[::2], whole[::2], strict=True):
+        assert c.completion_tokens < w.completion_tokens and w.text.startswith(c.text)
+        assert c.text.count(c.text[-8:]) >= 3, c.text  # it ends where it keeps saying the same
