@@ -25,6 +25,7 @@ from typing import Any
 
 from ascend_eval.engine.codecs import Codec, Result
 from ascend_eval.models.base import Request
+from ascend_eval.models.lazy import LazyModel, runtime_of
 
 logger = logging.getLogger("ascend_eval.engine")
 
@@ -55,6 +56,9 @@ class Done:
     slots: list[str]
     results: list[Result | str]
     seconds: float
+    computed: int | None = None
+    """Prompt tokens the backend computed in this call (not served from its prefix cache), where it
+    counts them and runs one call at a time; else None."""
     raised: BaseException | None = None
     """What the backend raised that is not an `Exception` (an interrupt): the engine raises it again."""
 
@@ -124,17 +128,33 @@ class Lane:
         while (taken := self._take()) is not None:
             codec, batch = taken
             started = time.perf_counter()
+            before = self._computed()
             try:
                 results = self._call(codec, [job.request for job in batch])
             except BaseException as e:  # KeyboardInterrupt, SystemExit: the engine's thread raises it
                 self._out.put(Done([job.slot for job in batch], [], 0.0, raised=e))
                 return
-            done = Done([job.slot for job in batch], results, time.perf_counter() - started)
+            after = self._computed()
+            computed = None if before is None or after is None else after - before
+            done = Done([job.slot for job in batch], results, time.perf_counter() - started, computed)
             with self._cond:
                 self.in_flight -= len(batch)
                 if self._stopped:
                     return
             self._out.put(done)
+
+    def _computed(self) -> int | None:
+        """The backend's count of computed prompt tokens so far (`computed_prompt_tokens`), read without
+        loading a lazy model (0 before it loads); None where it keeps no count or calls overlap."""
+        if self.concurrency != 1:
+            return None
+        backend = self.backend
+        if isinstance(backend, LazyModel):
+            if not backend.loaded:
+                return 0 if _counts_computed(backend) else None
+            backend = runtime_of(backend)
+        value = getattr(backend, "computed_prompt_tokens", None)
+        return value if isinstance(value, int) else None
 
     def _call(self, codec: Codec[Any, Any], requests: list[Request]) -> list[Result | str]:
         """One backend call. A failure of the whole call fails each of its requests with the message (a
@@ -149,3 +169,8 @@ class Lane:
             message = f"{name} returned {len(out)} results for {len(requests)} requests"
             return [message] * len(requests)
         return list(out)
+
+
+def _counts_computed(model: LazyModel[Any]) -> bool:
+    """Whether a lazy model's runtime will count computed prompt tokens: the in-process judges do."""
+    return model.role == "judge"

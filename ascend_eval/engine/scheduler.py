@@ -369,6 +369,7 @@ class _Run:
             self.engine.cache.put_many(stored)  # what came back before it is kept
             raise done.raised
         share = done.seconds / max(1, len(done.slots))
+        computed_share = self._computed_share(done)
         for slot_id, result in zip(done.slots, done.results, strict=True):
             slot = self.slots.get(slot_id)
             if slot is None:  # every plan that wanted it has failed meanwhile
@@ -390,8 +391,23 @@ class _Run:
             stats.tokens_out += t_out
             stage.tokens_in += t_in
             stage.tokens_out += t_out
+            if computed_share is not None:
+                stage.computed_prompt_tokens = (stage.computed_prompt_tokens or 0) + round(
+                    t_in * computed_share
+                )
             stored.append((slot.key, slot.request, result))
             self._resolve(slot_id, result)
+
+    def _computed_share(self, done: Done) -> float | None:
+        """Computed prompt tokens per prompt token of this call's answered requests, or None."""
+        if done.computed is None:
+            return None
+        prompt = 0
+        for slot_id, result in zip(done.slots, done.results, strict=True):
+            slot = self.slots.get(slot_id)
+            if slot is not None and not isinstance(result, str) and slot.codec.error(result) is None:
+                prompt += slot.codec.tokens(result)[0]
+        return done.computed / prompt if prompt else None
 
     def _resolve(self, slot_id: str, result: Result) -> None:
         slot = self.slots.pop(slot_id)

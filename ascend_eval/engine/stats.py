@@ -55,6 +55,9 @@ class StageStats:
     failed: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    computed_prompt_tokens: int | None = None
+    """Of `tokens_in`, those the backend computed (not served from its prefix cache), where it counts
+    them (the in-process judges); a call's count is shared out by prompt tokens."""
     backend_seconds: float = 0.0
     """Seconds of backend calls spent on this stage's requests (a call's time is shared out by count;
     calls on different lanes overlap, so stages can sum to more than the wall time)."""

@@ -169,3 +169,29 @@ def test_stage_stats_add_up(rule_judge):
     stages = engine.stages
     assert stages["judge.generate[statements@1]"].sent == 5
     assert sum(s.sent for s in stages.values()) == sum(r.sent for r in engine.rounds) == 15
+
+
+def test_stage_stats_count_what_an_in_process_judge_computed(tiny_llama_dir):
+    """A TorchJudge counts the prompt tokens it ran; the engine shares each call's count out over its
+    stages: a sample's verdicts share its long prefix, so far fewer tokens are computed than sent."""
+    pytest.importorskip("torch")
+    from ascend_eval.models.base import ClassifyRequest, Message
+    from ascend_eval.models.judge.torch import TorchJudge, TorchJudgeConfig
+    from ascend_eval.models.lazy import LazyJudge
+
+    context = "The river floods every spring, so the town builds its houses on stilts. " * 12
+
+    def plan(claim):
+        request = ClassifyRequest((Message("user", f"{context}\nClaim: {claim}\nSupported?"),), ("Yes", "No"))
+        results = yield [request]
+        return results[0]
+
+    runtime = TorchJudge(TorchJudgeConfig(model=tiny_llama_dir, device="cpu"))
+    judge = LazyJudge(runtime.model_id, lambda: runtime)  # loads on the first call, as `evaluate` builds it
+    engine = Engine(Backends(judge=judge))
+    engine.run({claim: plan(claim) for claim in ("It floods.", "Houses stand on stilts.", "It is dry.")})
+    (stage,) = engine.stages.values()
+    assert stage.sent == 3
+    assert stage.computed_prompt_tokens is not None
+    assert 0 < stage.computed_prompt_tokens < stage.tokens_in * 0.6
+    assert abs(stage.computed_prompt_tokens - runtime.computed_prompt_tokens) <= 1

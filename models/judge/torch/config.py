@@ -53,6 +53,12 @@ class TorchJudgeConfig:
     starts repeating a statement rarely stops before its cap, and those rows otherwise decode alone to
     the cap while the rest of the batch waits. The text it keeps is the start of what it would have
     written without the guard."""
+    speculative_tokens: int = 64
+    """Greedy decoding drafts tokens from each row's own text (prompt lookup, see `speculate`) and
+    verifies them in the same forward pass, while the batch's rows times (1 + draft) stay within this
+    many tokens per step; 0 turns it off. Each row's tokens are those plain greedy decoding picks. It pays
+    while a step is bound by reading the weights (small batches, a call's tail); raise it on a GPU or
+    NPU, where that holds for larger batches."""
     kv_cache_bytes: int = 1 << 30
     """Bytes of shared-prefix KV cache kept between calls (1 GiB), least recently used dropped first, so
     that a later call whose prompts start the same (the preamble, a sample's block) does not compute them
@@ -75,6 +81,11 @@ class TorchJudgeConfig:
         if self.loop_guard < 0:
             raise ConfigError(
                 f"TorchJudgeConfig.loop_guard must be >= 0 (0 turns it off), got {self.loop_guard}."
+            )
+        if self.speculative_tokens < 0:
+            raise ConfigError(
+                "TorchJudgeConfig.speculative_tokens must be >= 0 (0 turns it off), "
+                f"got {self.speculative_tokens}."
             )
         if self.kv_cache_bytes < 0:
             raise ConfigError(f"TorchJudgeConfig.kv_cache_bytes must be >= 0, got {self.kv_cache_bytes}.")

@@ -12,13 +12,14 @@ beside it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ascend_eval.models.base import GenerationParams
 from ascend_eval.models.judge.torch.plan import Node, widens
 from ascend_eval.models.judge.torch.processors import GrammarMask, SeededSampler, first_stop, repeats
 from ascend_eval.models.judge.torch.runner import Batch, Runner
+from ascend_eval.models.judge.torch.speculate import Drafter, draft_width
 
 __all__ = ["decode"]
 
@@ -57,20 +58,50 @@ def decode(
     stops = [s for s in params.stop if s]
     constraint = GrammarMask(grammar) if grammar is not None else None
     sampler = None if params.greedy else SeededSampler(params.seed, params.temperature, params.top_p)
+    # Drafts only where every row is greedy: a sampled row's k-th token must use its k-th random number.
+    speculate = config.speculative_tokens > 0 and sampler is None and runner.shares_prefix
+    drafters: list[Drafter | None] = [None] * len(rows)
     tokens: list[list[int]] = [[] for _ in rows]
     reasons = [""] * len(rows)  # "" while the row is still decoding
     queue = deque(range(len(rows)))
     live: list[int] = []  # the row of `rows` behind each row of the running batch
     batch: Batch | None = None
-    chosen: torch.Tensor | None = None  # each live row's last token, not yet run
     held = 0  # prompt plus cap tokens of the live rows
     step = 0
+
+    def take(r: int, token: int, grammar_end: bool) -> str:
+        """Append row r's next token; why the row ends there, or ""."""
+        tokens[r].append(token)
+        if token in eos or grammar_end:
+            reasons[r] = "stop"
+        elif len(tokens[r]) >= caps[r]:
+            reasons[r] = "length"
+        elif config.loop_guard and repeats(tokens[r], config.loop_guard):
+            reasons[r] = "repetition"
+        # The whole text each time: a stop string may span tokens, and a token may end inside a character
+        # that only the next one completes.
+        elif stops and first_stop(tokenizer.decode(tokens[r], skip_special_tokens=True), stops) is not None:
+            reasons[r] = "stop"
+        return reasons[r]
+
     while True:
         parts = []
+        scored = 0  # live rows whose next token this step's verification already chose
         if live:
-            assert batch is not None and chosen is not None
+            assert batch is not None
             step += 1
-            parts.append(runner.decode_step(f"generate (decode step {step})", chosen, batch))
+            last = torch.tensor([tokens[r][-1] for r in live], device=runner.device.torch_device)
+            width = draft_width(len(live), config.speculative_tokens) if speculate else 0
+            drafts = (
+                [drafters[r].draft(min(width, caps[r] - len(tokens[r]) - 1)) for r in live] if width else []
+            )  # type: ignore[union-attr]
+            if any(drafts):
+                _verify(runner, f"generate (decode step {step})", live, last, drafts, batch, constraint, take)
+                for r in live:
+                    drafters[r].extend(tokens[r][len(drafters[r].text) - len(rows[r]) :])  # type: ignore[union-attr]
+                scored = len(live)
+            else:
+                parts.append(runner.decode_step(f"generate (decode step {step})", last, batch))
         joining: list[int] = []
         head = tail = width = 0  # of the joining rows' prompt pass
         # Rows join a running batch only where its cache can be laid out per row (plain full attention);
@@ -95,6 +126,8 @@ def decode(
             assert joined is not None
             for i in joining:
                 runner.tree.pin(served[i], -1)
+                if speculate:
+                    drafters[i] = Drafter(rows[i])
             runner.tree.evict()
             if batch is None:
                 batch = joined
@@ -108,44 +141,72 @@ def decode(
                 sampler.add(len(joining))
         if not live:
             break
-        # float32 as transformers' generate does before its processors: the sampler's softmax and
-        # cumulative sums need it, and a bfloat16 argmax picks the same token.
-        scores = torch.cat(parts).float()
-        if constraint is not None:
-            scores = constraint.mask(scores)
-        chosen = sampler(scores) if sampler is not None else scores.argmax(dim=-1)
-        picked = chosen.tolist()
-        ended = constraint.accept(picked) if constraint is not None else [False] * len(live)
-        for r, token, grammar_end in zip(live, picked, ended, strict=True):
-            tokens[r].append(token)
-            if token in eos or grammar_end:
-                reasons[r] = "stop"
-            elif len(tokens[r]) >= caps[r]:
-                reasons[r] = "length"
-            elif config.loop_guard and repeats(tokens[r], config.loop_guard):
-                reasons[r] = "repetition"
-        if stops:
-            going = [r for r in live if not reasons[r]]
-            # The whole text each time: a stop string may span tokens, and a token may end inside a
-            # character that only the next one completes.
-            texts = tokenizer.batch_decode([tokens[r] for r in going], skip_special_tokens=True)
-            for r, text in zip(going, texts, strict=True):
-                if first_stop(text, stops) is not None:
-                    reasons[r] = "stop"
+        if parts:
+            # float32 as transformers' generate does before its processors: the sampler's softmax and
+            # cumulative sums need it, and a bfloat16 argmax picks the same token.
+            scores = torch.cat(parts).float()
+            which = list(range(scored, len(live)))
+            if constraint is not None:
+                scores = constraint.mask(scores, rows=which)
+            picked = (sampler(scores) if sampler is not None else scores.argmax(dim=-1)).tolist()
+            ended = constraint.accept(picked, rows=which) if constraint is not None else [False] * len(which)
+            for j, token, grammar_end in zip(which, picked, ended, strict=True):
+                take(live[j], token, grammar_end)
+                if drafters[live[j]] is not None:
+                    drafters[live[j]].extend([token])  # type: ignore[union-attr]
         keep = [j for j, r in enumerate(live) if not reasons[r]]
-        if len(keep) == len(live):
-            continue
-        held -= sum(len(rows[r]) + caps[r] for r in live if reasons[r])
-        if constraint is not None:
-            constraint.keep(keep)
-        if sampler is not None:
-            sampler.keep(keep)
-        live = [live[j] for j in keep]
-        if not keep:
-            batch = chosen = None
-            continue
-        assert batch is not None
-        index = torch.tensor(keep, device=chosen.device)
-        batch.select(index)
-        chosen = chosen.index_select(0, index)
+        if len(keep) < len(live):
+            held -= sum(len(rows[r]) + caps[r] for r in live if reasons[r])
+            if constraint is not None:
+                constraint.keep(keep)
+            if sampler is not None:
+                sampler.keep(keep)
+            live = [live[j] for j in keep]
+            if not keep:
+                batch = None
+                continue
+            assert batch is not None
+            batch.select(torch.tensor(keep, device=runner.device.torch_device))
+        if speculate and batch is not None:
+            batch.compact_if_sparse()
     return list(zip(tokens, reasons, strict=True))
+
+
+def _verify(
+    runner: Runner,
+    what: str,
+    live: list[int],
+    last: Any,
+    drafts: list[list[int]],
+    batch: Batch,
+    constraint: GrammarMask | None,
+    take: Callable[[int, int, bool], str],
+) -> None:
+    """One step over every live row's last token and its draft: each row takes the greedy token at each
+    column, in order, while it equals the draft's next one (see `speculate`)."""
+    import torch
+
+    width = 1 + max(len(d) for d in drafts)
+    inputs = torch.full((len(live), width), runner.pad_id, dtype=torch.long)
+    valid = torch.zeros((len(live), width), dtype=torch.long)
+    for j, d in enumerate(drafts):
+        inputs[j, 0] = last[j]
+        inputs[j, 1 : 1 + len(d)] = torch.tensor(d, dtype=torch.long)
+        valid[j, : 1 + len(d)] = 1
+    dev = runner.device.torch_device
+    logits = runner.verify_step(what, inputs.to(dev), valid.to(dev), batch).float()
+    kept = []
+    for j, (r, d) in enumerate(zip(live, drafts, strict=True)):
+        k = 0
+        while True:
+            scores = logits[j, k : k + 1]
+            if constraint is not None:
+                scores = constraint.mask(scores, rows=[j])
+            token = int(scores.argmax(dim=-1))
+            grammar_end = constraint.accept([token], rows=[j])[0] if constraint is not None else False
+            ended = take(r, token, grammar_end)
+            k += 1
+            if ended or k > len(d) or token != d[k - 1]:
+                break
+        kept.append(k)
+    runner.keep_verified(batch, torch.tensor(kept, device=dev), width)

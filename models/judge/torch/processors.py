@@ -66,41 +66,47 @@ class GrammarMask:
         self.matchers.extend(xgrammar.GrammarMatcher(self.grammar) for _ in range(rows))
         self.active.extend([True] * rows)
 
-    def mask(self, scores: torch.Tensor) -> torch.Tensor:
-        """`scores` `[L, V]` (row j: the batch's j-th live row), -inf wherever the grammar forbids."""
+    def mask(self, scores: torch.Tensor, rows: Sequence[int] | None = None) -> torch.Tensor:
+        """`scores` `[L, V]` (row j: the batch's j-th live row, or the `rows[j]`-th where `rows` is
+        given), -inf wherever the grammar forbids."""
         import torch
         import xgrammar
 
-        if not any(self.active):
+        which = list(range(len(self.matchers))) if rows is None else list(rows)
+        active = [self.active[i] for i in which]
+        if not any(active):
             return scores
-        rows = len(self.matchers)
-        if self.bitmask is None or self.bitmask.shape[0] < rows:
-            self.bitmask = xgrammar.allocate_token_bitmask(rows, self.grammar.tokenizer_info.vocab_size)
-        for i, m in enumerate(self.matchers):
-            if self.active[i]:
-                m.fill_next_token_bitmask(self.bitmask, i)
+        if self.bitmask is None or self.bitmask.shape[0] < len(which):
+            self.bitmask = xgrammar.allocate_token_bitmask(len(which), self.grammar.tokenizer_info.vocab_size)
+        for j, i in enumerate(which):
+            if active[j]:
+                self.matchers[i].fill_next_token_bitmask(self.bitmask, j)
         # Unpacked and completed on the CPU, where xgrammar fills the bitmask (torch_npu's operator table
         # lists no int32 right shift); only the boolean mask moves to the device, for `masked_fill`.
-        bits = self.bitmask[:rows]
+        bits = self.bitmask[: len(which)]
         shifts = torch.arange(32, dtype=bits.dtype)
         allowed = ((bits.unsqueeze(-1) >> shifts) & 1).bool().flatten(1)
         allowed = allowed[:, : scores.shape[1]]
         if allowed.shape[1] < scores.shape[1]:
             # Logits wider than the grammar's vocabulary (padded lm_head): never allow the extra ids.
-            pad = torch.zeros(rows, scores.shape[1] - allowed.shape[1], dtype=torch.bool)
+            pad = torch.zeros(len(which), scores.shape[1] - allowed.shape[1], dtype=torch.bool)
             allowed = torch.cat([allowed, pad], dim=1)
-        allowed[~torch.tensor(self.active)] = True
+        allowed[~torch.tensor(active)] = True
         return scores.masked_fill((~allowed).to(scores.device), float("-inf"))
 
-    def accept(self, tokens: list[int]) -> list[bool]:
-        """Advance each row's matcher by its new token; True where the grammar has ended (it accepted a stop
-        token)."""
-        for i, (m, token) in enumerate(zip(self.matchers, tokens, strict=True)):
+    def accept(self, tokens: list[int], rows: Sequence[int] | None = None) -> list[bool]:
+        """Advance each row's matcher (all rows, or `rows`) by its new token; True where the grammar has
+        ended (it accepted a stop token)."""
+        which = list(range(len(self.matchers))) if rows is None else list(rows)
+        ended = []
+        for i, token in zip(which, tokens, strict=True):
+            m = self.matchers[i]
             # Only a token the mask forbade is refused (a sampler's rounding at the very end of the CDF);
             # the matcher cannot follow the text past it, so that row decodes on unconstrained.
             if self.active[i] and not m.accept_token(token):
                 self.active[i] = False
-        return [a and m.is_terminated() for a, m in zip(self.active, self.matchers, strict=True)]
+            ended.append(self.active[i] and m.is_terminated())
+        return ended
 
     def keep(self, rows: list[int]) -> None:
         """Keep only these rows, in this order (the rows still decoding)."""

@@ -63,6 +63,31 @@ class Batch:
         self.mask = torch.cat([_pad_left(self.mask, width, dim=1), _pad_left(other.mask, width, dim=1)])
         self.positions = torch.cat([self.positions, other.positions])
 
+    def compact_if_sparse(self) -> None:
+        """Drop the masked columns once they are most of the cache (a speculative step leaves the draft
+        tokens it did not keep; joins leave padding), so attention stops reading them and memory stays
+        about what the rows hold. Each row's kept columns stay in order, right-aligned; positions are
+        explicit, so nothing else changes."""
+        import torch
+
+        valid = self.mask.bool()
+        width = int(valid.sum(dim=1).max())
+        total = int(self.mask.shape[1])
+        if total <= 2 * width + 64:
+            return
+        columns = torch.arange(total, device=self.mask.device).expand_as(self.mask)
+        index = torch.where(valid, columns, torch.full_like(columns, -1)).sort(dim=1).values[:, -width:]
+        self.mask = (index >= 0).to(self.mask.dtype)
+        index = index.clamp(min=0)
+        for layer in self.cache.layers:
+            for name in ("keys", "values"):
+                t = getattr(layer, name)
+                setattr(
+                    layer,
+                    name,
+                    t.gather(2, index[:, None, :, None].expand(t.shape[0], t.shape[1], width, t.shape[3])),
+                )
+
 
 def _pad_left(t: torch.Tensor, width: int, dim: int = 2) -> torch.Tensor:
     import torch
@@ -151,15 +176,23 @@ class Runner:
         return ids.to(dev), mask.to(dev), positions.to(dev)
 
     def forward(
-        self, what: str, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor, cache: Any
+        self,
+        what: str,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Any,
+        *,
+        keep: int = 1,
     ) -> torch.Tensor:
         """One model call over `ids` `[B, T]`, appending to `cache` (None: keep no cache).
 
         Returns:
             `[B, V]` logits after each row's last column (left padding puts every row's last real token
-            there); only that column goes through the lm_head where the model allows it.
+            there); only that column goes through the lm_head where the model allows it. With `keep` > 1,
+            `[B, keep, V]`: the logits after each of the last `keep` columns.
         """
-        kwargs: dict[str, Any] = {"logits_to_keep": 1} if self.keeps_last_logits else {}
+        kwargs: dict[str, Any] = {"logits_to_keep": keep} if self.keeps_last_logits else {}
         if cache is None:
             kwargs["use_cache"] = False
         else:
@@ -176,7 +209,7 @@ class Runner:
                 f"{self.config.max_batch_size})."
             ) from e
         self.forward_batches += 1
-        return out.logits[:, -1, :]
+        return out.logits[:, -1, :] if keep == 1 else out.logits[:, -keep:, :]
 
     # ------------------------------------------------------------------ prompt passes
 
@@ -326,6 +359,29 @@ class Runner:
         batch.positions = batch.positions + 1
         self.decode_row_steps += tokens.shape[0]
         return logits
+
+    def verify_step(self, what: str, tokens: torch.Tensor, valid: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """Each row's last token and its draft, `tokens` `[B, W]` (right-padded; `valid` `[B, W]` is 0 on
+        the padding), after `batch`; returns the logits after every column `[B, W, V]`. The caller then
+        keeps each row's verified columns (`keep_verified`)."""
+        import torch
+
+        width = tokens.shape[1]
+        batch.mask = torch.cat([batch.mask, valid.to(batch.mask.dtype)], dim=1)
+        positions = batch.positions.unsqueeze(1) + torch.arange(width, device=tokens.device)
+        logits = self.forward(what, tokens, batch.mask, positions, batch.cache, keep=width)
+        self.decode_row_steps += int(valid.sum())
+        return logits
+
+    def keep_verified(self, batch: Batch, kept: torch.Tensor, width: int) -> None:
+        """After a `verify_step` of `width` columns: row i keeps its first `kept[i]` of them (its last
+        token and the draft tokens that matched); the rest are masked out, and its positions go on after
+        the kept ones."""
+        import torch
+
+        columns = torch.arange(width, device=kept.device).unsqueeze(0)
+        batch.mask[:, -width:] = (columns < kept.unsqueeze(1)).to(batch.mask.dtype)
+        batch.positions = batch.positions + kept
 
 
 def _split_kv(kv: Kv, n: int) -> tuple[Kv, Kv]:

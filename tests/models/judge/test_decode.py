@@ -232,3 +232,67 @@ def test_loop_guard_only_cuts_rows_that_repeat_themselves(smollm2_gguf_file: Pat
     for c, w in zip(cut[::2], whole[::2], strict=True):
         assert c.completion_tokens < w.completion_tokens and w.text.startswith(c.text)
         assert c.text.count(c.text[-8:]) >= 3, c.text  # it ends where it keeps saying the same
+
+
+def test_speculative_drafts_leave_every_greedy_answer_as_it_was(smollm2_gguf_file: Path) -> None:
+    """Prompt-lookup drafts on the shipped SmolLM2, on prompts whose answers copy their prompt (where
+    drafts are taken): the same results as plain greedy decoding, with a schema, a stop string inside a
+    copied span, a loop and a free answer, in fewer forward passes."""
+    from ascend_eval.prompts.statements import STATEMENTS as STATEMENTS_PROMPT
+
+    text = (
+        "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is 330 metres tall and "
+        "was the tallest man-made structure until 1930."
+    )
+    copy, split = f"Repeat this text exactly: {text}", f"Split into short statements: {text}"
+    schema = STATEMENTS_PROMPT.json_schema()
+    requests = [
+        GenerateRequest(chat(copy), GenerationParams(max_tokens=150)),
+        GenerateRequest(chat(split), GenerationParams(max_tokens=150, json_schema=schema)),
+        GenerateRequest(chat(copy), GenerationParams(max_tokens=150, json_schema=schema)),
+        GenerateRequest(chat(copy), GenerationParams(max_tokens=150, stop=("1889",))),
+        GenerateRequest(
+            chat("Write the word cat one hundred times, separated by spaces."),
+            GenerationParams(max_tokens=150),
+        ),
+        GenerateRequest(chat("Count from 1 to 5."), GenerationParams(max_tokens=150)),
+    ]
+    results, forwards = {}, {}
+    for budget in (0, 64):
+        judge = TorchJudge(TorchJudgeConfig(model=smollm2_gguf_file, device="cpu", speculative_tokens=budget))
+        results[budget] = judge.generate(requests)
+        forwards[budget] = judge.runner.forward_batches
+    assert results[64] == results[0]
+    assert [r.finish_reason for r in results[0]][3:5] == ["stop", "repetition"]
+    assert forwards[64] < forwards[0] * 0.8, forwards
+
+
+def test_compacting_a_sparse_batch_keeps_what_attention_reads(judge: TorchJudge) -> None:
+    """Dropping masked columns (draft tokens not kept, join padding) changes no next-token logits."""
+    from ascend_eval.models.judge.torch.runner import Batch
+
+    short = [PROMPTS[0], PROMPTS[2], PROMPTS[4]]
+    rows = [prompt_ids(judge, GenerateRequest(chat(p), GenerationParams())) for p in short]
+    runner = judge.runner
+    with torch.inference_mode():
+        logits, batch = runner.prefill(rows, [None] * len(rows), "test", keep_cache=True)
+        assert isinstance(batch, Batch)
+        last = logits.argmax(dim=-1)
+        # A verify step whose drafts are all thrown away: three masked columns per row, many times over.
+        for _ in range(60):
+            drafts = torch.stack([last, last, last, last], dim=1)
+            valid = torch.ones_like(drafts)
+            runner.verify_step("test", drafts, valid, batch)
+            runner.keep_verified(batch, torch.ones(len(rows), dtype=torch.long), drafts.shape[1])
+        width = batch.mask.shape[1]
+        before = runner.decode_step("test", last, _copy(batch))
+        batch.compact_if_sparse()
+        assert batch.mask.shape[1] < width
+        after = runner.decode_step("test", last, batch)
+    torch.testing.assert_close(after, before, rtol=1e-4, atol=1e-4)
+
+
+def _copy(batch):  # type: ignore[no-untyped-def]
+    import copy
+
+    return copy.deepcopy(batch)
