@@ -142,12 +142,13 @@ class Runner:
         try:
             from transformers.cache_utils import DynamicLayer
 
-            layers = self._model_cache().layers
+            layers = self.model_cache().layers
         except Exception:  # an older or unusual cache API: keep the plain path rather than guess
             return False
         return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
-    def _model_cache(self) -> Any:
+    def model_cache(self) -> Any:
+        """An empty KV cache exactly as the model would build it (transformers' `DynamicCache`)."""
         from transformers.cache_utils import DynamicCache
 
         return DynamicCache(config=self.model.config)
@@ -155,7 +156,7 @@ class Runner:
     def new_cache(self) -> Any:
         """An empty KV cache of the kind the model would build itself (so generation matches its own);
         where every layer is plain full attention, its layers append in place (`kv.growing_cache`)."""
-        cache = self._model_cache()
+        cache = self.model_cache()
         return growing_cache(cache) if self.shares_prefix else cache
 
     def left_pad(self, rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
