@@ -33,6 +33,7 @@ def decode(
     caps: Sequence[int],
     params: GenerationParams,
     grammar: Any,
+    seeds: Sequence[int] | None = None,
 ) -> list[tuple[list[int], str]]:
     """Generate for every row, admitting rows in the given order as the batch has room.
 
@@ -57,9 +58,9 @@ def decode(
     config = runner.config
     stops = [s for s in params.stop if s]
     constraint = GrammarMask(grammar) if grammar is not None else None
-    sampler = None if params.greedy else SeededSampler(params.seed, params.temperature, params.top_p)
-    # Drafts only where every row is greedy: a sampled row's k-th token must use its k-th random number.
-    speculate = config.speculative_tokens > 0 and sampler is None and runner.shares_prefix
+    sampler = None if params.greedy else SeededSampler(params.temperature, params.top_p)
+    seeds = [params.seed] * len(rows) if seeds is None else seeds
+    speculate = config.speculative_tokens > 0 and runner.shares_prefix
     drafters: list[Drafter | None] = [None] * len(rows)
     tokens: list[list[int]] = [[] for _ in rows]
     reasons = [""] * len(rows)  # "" while the row is still decoding
@@ -96,7 +97,8 @@ def decode(
                 [drafters[r].draft(min(width, caps[r] - len(tokens[r]) - 1)) for r in live] if width else []
             )  # type: ignore[union-attr]
             if any(drafts):
-                _verify(runner, f"generate (decode step {step})", live, last, drafts, batch, constraint, take)
+                what = f"generate (decode step {step})"
+                _verify(runner, what, live, last, drafts, batch, constraint, sampler, take)
                 for r in live:
                     drafters[r].extend(tokens[r][len(drafters[r].text) - len(rows[r]) :])  # type: ignore[union-attr]
                 scored = len(live)
@@ -138,7 +140,7 @@ def decode(
             if constraint is not None:
                 constraint.add(len(joining))
             if sampler is not None:
-                sampler.add(len(joining))
+                sampler.add([seeds[i] for i in joining])
         if not live:
             break
         if parts:
@@ -148,7 +150,7 @@ def decode(
             which = list(range(scored, len(live)))
             if constraint is not None:
                 scores = constraint.mask(scores, rows=which)
-            picked = (sampler(scores) if sampler is not None else scores.argmax(dim=-1)).tolist()
+            picked = (sampler(scores, rows=which) if sampler is not None else scores.argmax(dim=-1)).tolist()
             ended = constraint.accept(picked, rows=which) if constraint is not None else [False] * len(which)
             for j, token, grammar_end in zip(which, picked, ended, strict=True):
                 take(live[j], token, grammar_end)
@@ -180,10 +182,12 @@ def _verify(
     drafts: list[list[int]],
     batch: Batch,
     constraint: GrammarMask | None,
+    sampler: SeededSampler | None,
     take: Callable[[int, int, bool], str],
 ) -> None:
-    """One step over every live row's last token and its draft: each row takes the greedy token at each
-    column, in order, while it equals the draft's next one (see `speculate`)."""
+    """One step over every live row's last token and its draft: each row takes its token at each column
+    (greedy, or sampled with its next random number), in order, while it equals the draft's next one
+    (see `speculate`)."""
     import torch
 
     width = 1 + max(len(d) for d in drafts)
@@ -202,7 +206,7 @@ def _verify(
             scores = logits[j, k : k + 1]
             if constraint is not None:
                 scores = constraint.mask(scores, rows=[j])
-            token = int(scores.argmax(dim=-1))
+            token = int(sampler(scores, rows=[j])[0] if sampler is not None else scores.argmax(dim=-1))
             grammar_end = constraint.accept([token], rows=[j])[0] if constraint is not None else False
             ended = take(r, token, grammar_end)
             k += 1

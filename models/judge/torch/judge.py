@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ascend_eval.models.base import (
@@ -319,9 +320,10 @@ class TorchJudge(TokenJudge):
                 "transformers causal LM that does (transformers >= 4.56), or the vllm backend."
             )
         prompts = self.generate_prompts(requests)
+        # One decode loop per kind of decoding; each row keeps its own cap and seed.
         groups: dict[GenerationParams, list[int]] = {}
         for i, r in enumerate(requests):
-            groups.setdefault(r.params, []).append(i)
+            groups.setdefault(replace(r.params, max_tokens=1, seed=0), []).append(i)
 
         pieces: list[tuple[list[int], list[GenerateResult]]] = []
         runnable: dict[GenerationParams, list[int]] = {}
@@ -340,7 +342,9 @@ class TorchJudge(TokenJudge):
                 }
                 served = self._plan({i: prompts[i] for members in runnable.values() for i in members})
                 for params, members in runnable.items():
-                    caps = {i: self.new_token_cap(len(prompts[i]), params.max_tokens) for i in members}
+                    caps = {
+                        i: self.new_token_cap(len(prompts[i]), requests[i].params.max_tokens) for i in members
+                    }
                     # Longest first (prompt plus cap), so that a row that runs out of memory does so first.
                     order = [members[j] for j in longest_first([len(prompts[i]) + caps[i] for i in members])]
                     with self.device.inference_mode():
@@ -353,6 +357,7 @@ class TorchJudge(TokenJudge):
                             [caps[i] for i in order],
                             params,
                             grammars.get(params),
+                            [requests[i].params.seed for i in order],
                         )
                     pieces.append(
                         (

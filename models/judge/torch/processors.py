@@ -118,28 +118,30 @@ class SeededSampler:
     """Samples each row from its own seeded generator.
 
     transformers' sampling draws from the global RNG, so a row's sample would depend on the other rows of
-    its batch. Here each row owns a CPU generator seeded with `params.seed` that yields one uniform number
-    per step; the token is found by inverse CDF over the (temperature-scaled, top-p-truncated) distribution
-    on the device. A row's k-th token always uses its k-th number, whichever rows run beside it.
+    its batch. Here each row owns a CPU generator seeded with its request's seed that yields one uniform
+    number per token; the token is found by inverse CDF over the (temperature-scaled, top-p-truncated)
+    distribution on the device. A row's k-th token always uses its k-th number, whichever rows run
+    beside it and however many tokens a step gives it (a speculative step).
     """
 
-    def __init__(self, seed: int, temperature: float, top_p: float) -> None:
+    def __init__(self, temperature: float, top_p: float) -> None:
         self.generators: list[Any] = []
-        self.seed = seed
         self.temperature = temperature
         self.top_p = top_p
 
-    def add(self, rows: int) -> None:
-        """Append `rows` new rows, each with a fresh generator."""
+    def add(self, seeds: Sequence[int]) -> None:
+        """Append one new row per seed, each with a fresh generator."""
         import torch
 
-        self.generators.extend(torch.Generator().manual_seed(self.seed) for _ in range(rows))
+        self.generators.extend(torch.Generator().manual_seed(seed) for seed in seeds)
 
-    def __call__(self, scores: torch.Tensor) -> torch.Tensor:
-        """The sampled token of each row `[L]` long, from `scores` `[L, V]` (-inf: never)."""
+    def __call__(self, scores: torch.Tensor, rows: Sequence[int] | None = None) -> torch.Tensor:
+        """The sampled token of each row `[L]` long, from `scores` `[L, V]` (-inf: never); row j is the
+        j-th row, or the `rows[j]`-th where `rows` is given. Each of those rows uses its next number."""
         import torch
 
-        u = torch.cat([torch.rand(1, generator=g) for g in self.generators]).to(scores.device)
+        generators = self.generators if rows is None else [self.generators[i] for i in rows]
+        u = torch.cat([torch.rand(1, generator=g) for g in generators]).to(scores.device)
         probs = torch.softmax(scores.float() / self.temperature, dim=-1)
         sorted_p, order = probs.sort(dim=-1, descending=True)
         cdf = sorted_p.cumsum(dim=-1)

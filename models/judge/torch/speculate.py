@@ -1,13 +1,15 @@
-"""Prompt-lookup speculative decoding for greedy rows: drafts copied from the row's own text, verified in
-one forward pass.
+"""Prompt-lookup speculative decoding: drafts copied from the row's own text, verified in one forward
+pass.
 
 Much of what a judge writes is copied: statements restate the answer, entities and questions quote the
-contexts, and a small judge that loops repeats its own output. For each greedy row a decode step looks up
-the row's last few tokens (its prompt and what it has generated) where they occurred before and proposes
-the tokens that followed there. One forward pass runs every row's last token plus its draft; position j's
-logits pass through the row's processors exactly as a plain step's would, and the row keeps its greedy
-token at j, going on to j + 1 only while that token equals the draft's. So each row's tokens are the ones
-plain greedy decoding picks, whatever was drafted; a step yields one to `1 + draft` tokens per row.
+contexts, and a small judge that loops repeats its own output. For each row a decode step looks up the
+row's last few tokens (its prompt and what it has generated) where they occurred before and proposes the
+tokens that followed there. One forward pass runs every row's last token plus its draft; position j's
+logits pass through the row's processors exactly as a plain step's would, and the row keeps its token at
+j (greedy, or sampled with the row's next seeded random number), going on to j + 1 only while that token
+equals the draft's. So each row's tokens are the ones plain decoding picks, whatever was drafted (up to
+the floating-point differences between batch shapes that batching itself has); a step yields one to
+`1 + draft` tokens per row.
 
 The KV of draft tokens that were not kept stays in the cache, masked out (and so does the padding of rows
 with shorter drafts); positions continue from the kept tokens. A forward pass costs about the same for a

@@ -296,3 +296,23 @@ def _copy(batch):  # type: ignore[no-untyped-def]
     import copy
 
     return copy.deepcopy(batch)
+
+
+def test_sampled_rows_with_other_seeds_and_caps_decode_together_as_alone(smollm2_gguf_file: Path) -> None:
+    """Requests that differ only in seed and max_tokens share one decode loop, with drafts: each gets
+    what it gets alone without drafts (its own seeded numbers, one per token, its own cap)."""
+    text = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
+    requests = [
+        GenerateRequest(
+            chat(f"Write a question that this answers: {text}"),
+            GenerationParams(max_tokens=n, temperature=0.7, seed=seed),
+        )
+        for seed, n in ((0, 60), (1, 60), (2, 25), (3, 60))
+    ]
+    drafting = TorchJudge(TorchJudgeConfig(model=smollm2_gguf_file, device="cpu"))
+    together = drafting.generate(requests)
+    plain = TorchJudge(TorchJudgeConfig(model=smollm2_gguf_file, device="cpu", speculative_tokens=0))
+    alone = [plain.generate([r])[0] for r in requests]
+    assert together == alone
+    assert len({r.text for r in together}) > 1  # the seeds do differ
+    assert together[2].completion_tokens <= 25
