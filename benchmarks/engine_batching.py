@@ -6,25 +6,19 @@ sample and metric is its own model call, and identical prompts are sent again. H
 metrics and prompts on one loaded model, so the ratio isolates what batching and deduplication buy.
 Nothing is cached between modes (cache off), and the model is loaded and warmed up before timing.
 
-    python benchmarks/engine_batching.py                          # default judge and embedder, 16 samples
-    python benchmarks/engine_batching.py --judge /models/Qwen2.5-1.5B-Instruct --samples 8
+    python -m benchmarks.engine_batching                          # default judge and embedder, 16 samples
+    python -m benchmarks.engine_batching --judge /models/Qwen2.5-1.5B-Instruct --samples 8
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
 import resource
 import sys
 import time
-from pathlib import Path
 
 import ascend_eval
-from ascend_eval.data import load_dataset
-from ascend_eval.examples import builtin_dataset
 from ascend_eval.models.factory import resolve
+from benchmarks.in_process import arguments, dataset, machine, write
 
 MODES = {
     "batched": {"chunk_size": 1024, "dedupe": True},
@@ -68,20 +62,8 @@ def markdown(report):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--data", default="bilingual-example", help="dataset file or built-in name")
-    parser.add_argument("--samples", type=int, default=16)
-    parser.add_argument("--metrics", nargs="+", default=["faithfulness", "answer_similarity"])
-    parser.add_argument("--judge", default=None, help="judge spec (default: the shipped default)")
-    parser.add_argument("--embedder", default=None)
-    parser.add_argument("--device", default=None)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
-    args = parser.parse_args(argv)
-
-    source = builtin_dataset(args.data) or args.data
-    data = load_dataset(source)[: args.samples]
+    args = arguments(__doc__, samples=16, metrics=["faithfulness", "answer_similarity"]).parse_args(argv)
+    data = dataset(args)
     judge = resolve(args.judge, "judge", device=args.device)
     embedder = resolve(args.embedder, "embedder", device=args.device)
     # Load and warm both models outside the timed runs.
@@ -94,16 +76,12 @@ def main(argv=None):
         "metrics": args.metrics,
         "judge": judge.model_id,
         "embedder": embedder.model_id,
-        "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, {os.cpu_count()} cores",
+        "machine": machine(),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "runs": runs,
         "speedup": round(runs[0]["wall_seconds"] / runs[1]["wall_seconds"], 2),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "engine_batching.json").write_text(json.dumps(report, indent=2, ensure_ascii=False))
-    table = markdown(report)
-    (args.out / "engine_batching.md").write_text(table + "\n")
-    print(table)
+    write(args.out, "engine_batching", report, markdown)
     return 0
 
 

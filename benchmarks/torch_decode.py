@@ -19,21 +19,15 @@ rows that would have reached max_tokens into NaN with another reason, which the 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
-import os
-import platform
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import ascend_eval
-from ascend_eval.data import load_dataset
-from ascend_eval.examples import builtin_dataset
 from ascend_eval.models.factory import resolve
 from ascend_eval.models.lazy import runtime_of
+from benchmarks.in_process import arguments, dataset, machine, write
 
 MODES: dict[str, dict[str, Any]] = {
     "concat_kv": {"in_place": False, "loop_guard": 0, "speculative_tokens": 0},
@@ -84,8 +78,9 @@ def same(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def markdown(report: dict[str, Any]) -> str:
+    first = report["runs"][0]["mode"]
     lines = [
-        "| mode | wall s | x concat_kv | tokens out | forward passes | decode row steps | NaN |",
+        f"| mode | wall s | x {first} | tokens out | forward passes | decode row steps | NaN |",
         "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     base = report["runs"][0]["wall_seconds"]
@@ -95,47 +90,43 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {r['mode']} | {r['wall_seconds']} | {base / r['wall_seconds']:.2f} | {r['tokens_out']} | "
             f"{r['forward_passes']} | {r['decode_row_steps']} | {nan} |"
         )
-    lines.append(
-        f"\nScores identical: concat_kv = in_place_kv: {report['identical']['kv']}; "
-        f"loop_guard = drafts: {report['identical']['drafts']} ({report['machine']})."
-    )
+    same_scores = "; ".join(f"{pair}: {value}" for pair, value in report["identical"].items())
+    lines.append(f"\nScores identical ({same_scores}); {report['machine']}.")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--data", default="bilingual-example", help="dataset file or built-in name")
-    parser.add_argument("--samples", type=int, default=8)
-    parser.add_argument("--metrics", nargs="+", default=["faithfulness", "context_entity_recall"])
-    parser.add_argument("--judge", default=None, help="a local judge (default: the shipped default)")
-    parser.add_argument("--embedder", default=None)
-    parser.add_argument("--device", default=None)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    parser = arguments(__doc__, samples=8, metrics=["faithfulness", "context_entity_recall"])
+    parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
     args = parser.parse_args(argv)
-
-    source = builtin_dataset(args.data) or args.data
-    data = load_dataset(source)[: args.samples]
+    data = dataset(args)
     judge = runtime_of(resolve(args.judge, "judge", backend="torch", device=args.device))
     embedder = resolve(args.embedder, "embedder", device=args.device)
     run_mode("drafts", data[:1], args.metrics, judge, embedder)  # load and warm up, untimed
 
-    runs = [run_mode(mode, data, args.metrics, judge, embedder) for mode in MODES]
+    runs = []
+    for mode in args.modes:
+        runs.append(run_mode(mode, data, args.metrics, judge, embedder))
+        done = runs[-1]
+        print(f"{mode}: {done['wall_seconds']} s, {done['tokens_out']} tokens out", flush=True)
+    by = {r["mode"]: r for r in runs}
     report = {
         "benchmark": "torch_decode",
         "samples": len(data),
         "metrics": args.metrics,
         "judge": judge.model_id,
-        "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, {os.cpu_count()} cores",
+        "machine": machine(),
         "runs": runs,
-        "identical": {"kv": same(runs[0], runs[1]), "drafts": same(runs[2], runs[3])},
+        "identical": {
+            pair: same(by[a], by[b])
+            for pair, (a, b) in {
+                "kv": ("concat_kv", "in_place_kv"),
+                "drafts": ("loop_guard", "drafts"),
+            }.items()
+            if a in by and b in by
+        },
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "torch_decode.json").write_text(json.dumps(report, indent=2, ensure_ascii=False))
-    table = markdown(report)
-    (args.out / "torch_decode.md").write_text(table + "\n")
-    print(table)
+    write(args.out, "torch_decode", report, markdown)
     return 0
 
 

@@ -142,6 +142,23 @@ class PromptSpec(Generic[In, Out]):
         params = GenerationParams(max_tokens=max_tokens or self.max_tokens, json_schema=self.json_schema())
         return GenerateRequest(messages=self.render(inputs, language), params=params, tag=self.tag)
 
+    def _salvage(self, text: str) -> Out | ParseFailure:
+        """A loop-stopped answer (`TorchJudgeConfig.loop_guard`): its JSON up to the last complete list
+        item, closed, with each list's repeated items kept once (the loop added nothing else)."""
+        failure = ParseFailure(
+            text,
+            "repetition: the judge repeated the same text over and over and was stopped; a larger judge "
+            "loops less",
+        )
+        data = salvage_json(text)
+        if not isinstance(data, dict):
+            return failure
+        data = {k: _unique(v) if isinstance(v, list) else v for k, v in data.items()}
+        try:
+            return self.output.model_validate(data)
+        except ValidationError:
+            return failure
+
     def parse(self, result: GenerateResult) -> Out | ParseFailure:
         """Read the judge's text as `Out`, tolerating code fences, prose around the JSON and full-width
         punctuation. Output cut at max_tokens is a failure, never parsed silently."""
@@ -150,11 +167,7 @@ class PromptSpec(Generic[In, Out]):
         if result.finish_reason == "length":
             return ParseFailure(result.text, "truncated: the judge reached max_tokens; raise max_tokens")
         if result.finish_reason == "repetition":
-            return ParseFailure(
-                result.text,
-                "repetition: the judge repeated the same text over and over and was stopped; a larger "
-                "judge loops less",
-            )
+            return self._salvage(result.text)
         data = extract_json(result.text)
         if data is None:
             return ParseFailure(result.text, "parse_failure: no JSON object in the judge output")
@@ -300,3 +313,62 @@ def extract_json(text: str) -> object | None:
                 except json.JSONDecodeError:
                     continue
     return None
+
+
+def salvage_json(text: str) -> object | None:
+    """The JSON object that `text`, cut off inside a list, holds up to its last complete list item, with
+    the open brackets closed; None where no such cut parses.
+
+    >>> salvage_json('{"statements": ["A.", "B.", "B.", "B')
+    {'statements': ['A.', 'B.', 'B.']}
+    >>> salvage_json('{"statements": ["A') is None
+    True
+    """
+    start = text.find("{")
+    if start < 0:
+        return None
+    body = text[start:]
+    cuts = [m.start() + 1 for m in re.finditer(r'["\]}\d]\s*,', body)]
+    for cut in reversed(cuts[-64:]):
+        head = body[:cut]
+        closers = _closers(head)
+        if closers is None:
+            continue
+        try:
+            return json.loads(head + closers)
+        except json.JSONDecodeError:
+            continue
+    return None
+
+
+def _closers(head: str) -> str | None:
+    """The brackets that close what `head` left open, or None where it ends inside a string."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in head:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and stack:
+            stack.pop()
+    return None if in_string else "".join(reversed(stack))
+
+
+def _unique(items: list[object]) -> list[object]:
+    """`items` with each repeat after the first dropped, in order."""
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = json.dumps(item, sort_keys=True, ensure_ascii=False)
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out

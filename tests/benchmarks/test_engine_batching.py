@@ -14,9 +14,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_smoke(tiny_llama_dir, tmp_path):
     run = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "engine_batching.py"), "--samples", "2", "--judge",
+        [sys.executable, "-m", "benchmarks.engine_batching", "--samples", "2", "--judge",
          str(tiny_llama_dir), "--embedder", str(minilm_path()), "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=600, cwd=REPO,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads((tmp_path / "engine_batching.json").read_text())

@@ -139,3 +139,22 @@ def test_every_prompt_is_registered_once_by_its_tag():
     assert len(PROMPTS) == 21  # 9 prompts, and 6 rating judges in both a classify and a JSON form
     with pytest.raises(ValueError, match="Two prompts are tagged 'statements@1'"):
         prompts.prompts_by_tag(STATEMENTS, replace(STATEMENTS, instruction={"en": "other", "zh": "其他"}))
+
+
+def test_a_loop_stopped_answer_keeps_its_complete_items_once():
+    """The loop guard stops a judge that keeps repeating a statement; what it wrote before the loop, and
+    the repeated item once, is the answer; a loop before any complete item is a failure with its reason."""
+    from ascend_eval.prompts.statements import STATEMENTS
+
+    looped = GenerateResult(
+        text='{"statements": ["Paris is in France.", "It is big.", "It is big.", "It is big.", "It is b',
+        finish_reason="repetition",
+    )
+    assert STATEMENTS.parse(looped).statements == ["Paris is in France.", "It is big."]
+    hopeless = GenerateResult(
+        text='{"statements": ["&&&&&&&&&&&&&&&&&&&&&&&&&&&&&&', finish_reason="repetition"
+    )
+    failure = STATEMENTS.parse(hopeless)
+    assert failure.reason.startswith("repetition:")
+    # The same text cut by max_tokens is still a failure: only a loop is known to add nothing more.
+    assert STATEMENTS.parse(replace(looped, finish_reason="length")).reason.startswith("truncated")

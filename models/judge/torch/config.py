@@ -48,11 +48,11 @@ class TorchJudgeConfig:
     0 turns prefix sharing off. A shorter shared run is computed again with what follows it."""
     loop_guard: int = 48
     """Stop generating for a row whose output ends in the same run of tokens three times in a row, once
-    the repeats cover at least this many tokens (finish_reason "repetition"; its answer is then a parse
-    failure with that reason, as it would have been at max_tokens); 0 turns it off. A small judge that
-    starts repeating a statement rarely stops before its cap, and those rows otherwise decode alone to
-    the cap while the rest of the batch waits. The text it keeps is the start of what it would have
-    written without the guard."""
+    the repeats cover at least this many tokens (finish_reason "repetition": the prompts read its JSON up
+    to the last complete list item, each repeated item once, or fail with that reason); 0 turns it off.
+    A small judge that starts repeating a statement rarely stops before its cap, and those rows otherwise
+    decode alone to the cap while the rest of the batch waits. The text it keeps is the start of what it
+    would have written without the guard."""
     speculative_tokens: int = 64
     """Decoding drafts tokens from each row's own text (prompt lookup, see `speculate`) and
     verifies them in the same forward pass, while the batch's rows times (1 + draft) stay within this
