@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -264,9 +264,9 @@ _FULL_WIDTH = str.maketrans(
 )
 
 
-def _balanced(text: str, start: int) -> str | None:
-    """The balanced {...} or [...] starting at `start`, skipping brackets inside strings."""
-    stack: list[str] = []
+def _brackets(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """Each bracket of `text[start:]` outside JSON strings, with its index; then `(-1, '"')` where the
+    text ends inside a string."""
     in_string = escaped = False
     for i in range(start, len(text)):
         ch = text[i]
@@ -279,7 +279,17 @@ def _balanced(text: str, start: int) -> str | None:
                 in_string = False
         elif ch == '"':
             in_string = True
-        elif ch in "{[":
+        elif ch in "{[]}":
+            yield i, ch
+    if in_string:
+        yield -1, '"'
+
+
+def _balanced(text: str, start: int) -> str | None:
+    """The balanced {...} or [...] starting at `start`, skipping brackets inside strings."""
+    stack: list[str] = []
+    for i, ch in _brackets(text, start):
+        if ch in "{[":
             stack.append("}" if ch == "{" else "]")
         elif ch in "}]":
             if not stack or stack.pop() != ch:
@@ -344,22 +354,14 @@ def salvage_json(text: str) -> object | None:
 def _closers(head: str) -> str | None:
     """The brackets that close what `head` left open, or None where it ends inside a string."""
     stack: list[str] = []
-    in_string = escaped = False
-    for ch in head:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
+    for _, ch in _brackets(head):
+        if ch == '"':
+            return None
+        if ch in "{[":
             stack.append("}" if ch == "{" else "]")
-        elif ch in "}]" and stack:
+        elif stack:
             stack.pop()
-    return None if in_string else "".join(reversed(stack))
+    return "".join(reversed(stack))
 
 
 def _unique(items: list[object]) -> list[object]:
