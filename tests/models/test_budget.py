@@ -19,20 +19,6 @@ from ascend_eval.models.spec import ModelSpec
 from tests.models.standins import StandinNpu, StandinVllm
 
 
-@pytest.fixture(scope="module")
-def tiny_bert_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A tiny embedder and a tiny cross-encoder (random BERTs with MiniLM's tokenizer)."""
-    import transformers
-
-    from tests.tiny_models import save_tiny_bert
-
-    embedder = save_tiny_bert(tmp_path_factory.mktemp("bert"), transformers.BertModel)
-    reranker = save_tiny_bert(
-        tmp_path_factory.mktemp("bert-ce"), transformers.BertForSequenceClassification, num_labels=1
-    )
-    return embedder, reranker
-
-
 def test_two_engines_and_a_torch_model_on_one_npu_fit_in_the_device(
     standin_npu: StandinNpu, tiny_llama_dir: Path, tiny_bert_dirs, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -40,26 +40,13 @@ def _allowed(signatures: dict[str, dict]) -> dict[str, set[str]]:
 
 
 @pytest.fixture(scope="module")
-def model_dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    import transformers
-
-    from tests.tiny_models import save_tiny_bert
-
-    embedder = save_tiny_bert(tmp_path_factory.mktemp("kw-bert"), transformers.BertModel)
-    reranker = save_tiny_bert(
-        tmp_path_factory.mktemp("kw-ce"), transformers.BertForSequenceClassification, num_labels=1
-    )
-    return embedder, reranker
-
-
-@pytest.fixture(scope="module")
-def recorded(tiny_llama_dir: Path, model_dirs: tuple[Path, Path]) -> dict[str, set[str]]:
+def recorded(tiny_llama_dir: Path, tiny_bert_dirs: tuple[Path, Path]) -> dict[str, set[str]]:
     """Keyword names per vLLM call our runtimes make."""
     from ascend_eval.models.embedder.vllm import VllmEmbedder, VllmEmbedderConfig
     from ascend_eval.models.judge.vllm import VllmJudge, VllmJudgeConfig
     from ascend_eval.models.reranker.vllm import VllmReranker, VllmRerankerConfig
 
-    embedder_dir, reranker_dir = model_dirs
+    embedder_dir, reranker_dir = tiny_bert_dirs
     chat = (Message("user", "Is Paris in France?"),)
     schema = GenerationParams.schema_text({"type": "object", "properties": {"v": {"type": "integer"}}})
     keywords: dict[str, set[str]] = {}

@@ -30,3 +30,22 @@ def smollm2_checkpoint(smollm2_gguf_file: Path, tmp_path_factory: pytest.TempPat
     from ascend_eval.models.weights.gguf import checkpoint_from_gguf
 
     return checkpoint_from_gguf(smollm2_gguf_file, tmp_path_factory.mktemp("vllm-checkpoints"))
+
+
+@pytest.fixture(scope="session")
+def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny BERT cross-encoder (one label) with one attention head of width 64: vLLM's CPU attention does
+    not support the 16-wide heads of the default tiny BERT."""
+    import transformers
+
+    from tests.tiny_models import save_tiny_bert
+
+    return save_tiny_bert(
+        tmp_path_factory.mktemp("tiny-cross-encoder"),
+        transformers.BertForSequenceClassification,
+        hidden_size=64,
+        num_attention_heads=1,
+        intermediate_size=128,
+        num_labels=1,
+        initializer_range=0.5,  # wide random weights, so that the pairs' scores spread out
+    )

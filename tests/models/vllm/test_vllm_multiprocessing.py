@@ -16,13 +16,12 @@ from pathlib import Path
 import pytest
 
 from tests.models.vllm.conftest import needs_vllm
-from tests.tiny_models import save_tiny_bert
 
 needs_vllm()
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = '''
+SCRIPT = """
 import json, os, sys
 
 from ascend_eval.models.reranker.cross_encoder import TorchReranker, TorchRerankerConfig
@@ -47,22 +46,7 @@ if __name__ == "__main__":
         "vllm": [float(s) for s in scores], "torch": [float(s) for s in torch_scores],
         "after_start": after_start, "core": core,
     }))
-'''
-
-
-@pytest.fixture(scope="module")
-def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import transformers
-
-    return save_tiny_bert(
-        tmp_path_factory.mktemp("mp-cross-encoder"),
-        transformers.BertForSequenceClassification,
-        hidden_size=64,
-        num_attention_heads=1,
-        intermediate_size=128,
-        num_labels=1,
-        initializer_range=0.5,
-    )
+"""
 
 
 def test_a_spawned_engine_process_answers_like_torch(cross_encoder_dir: Path, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from ascend_eval.models.factory import resolve
 from ascend_eval.models.lazy import LazyEmbedder
 from ascend_eval.models.weights.paths import local_model_id
 from tests.models.vllm.conftest import ENGINE, needs_vllm
-from tests.tiny_models import minilm_dir, save_tiny_bert
+from tests.tiny_models import minilm_dir
 
 needs_vllm()
 
@@ -75,23 +75,6 @@ def test_an_embedder_spec_selects_vllm(minilm: Path) -> None:
     lazy = resolve(str(minilm), "embedder", device="cpu", backend="vllm")
     assert isinstance(lazy, LazyEmbedder) and not lazy.loaded
     assert lazy.model_id == local_model_id(minilm)
-
-
-@pytest.fixture(scope="module")
-def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny BERT cross-encoder (one label) with one attention head of width 64: vLLM's CPU attention does
-    not support the 16-wide heads of the default tiny BERT."""
-    import transformers
-
-    return save_tiny_bert(
-        tmp_path_factory.mktemp("tiny-cross-encoder"),
-        transformers.BertForSequenceClassification,
-        hidden_size=64,
-        num_attention_heads=1,
-        intermediate_size=128,
-        num_labels=1,
-        initializer_range=0.5,  # wide random weights, so that the pairs' scores spread out
-    )
 
 
 def test_cross_encoder_scores_match_sentence_transformers(cross_encoder_dir: Path) -> None:
