@@ -290,7 +290,7 @@ class TorchJudge(TokenJudge):
         return probs
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
-        """Decode an answer for every request, batched by equal `GenerationParams`.
+        """Decode an answer for every request; those whose params differ only in cap or seed batch together.
 
         Greedy when temperature is 0. With temperature > 0 each request samples from its own generator
         seeded with `params.seed`, so a request's text does not depend on which others share its batch
