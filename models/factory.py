@@ -249,7 +249,8 @@ def _instance(value: Any, role: Role) -> Runtime:
 
 JUDGE_PARALLELISM = 128
 """Judge requests in flight at one server by default: enough to keep a GPU or NPU server's continuous
-batch full (vLLM's default max_num_seqs is 256 on GPUs); the congestion gate backs off on 429/503."""
+batch full (vLLM's default max_num_seqs is 256 on GPUs); the congestion gate backs off on 429/503, on
+timeouts and on answers slower than half the request timeout."""
 
 
 def _endpoint(spec: ModelSpec, role: Role) -> Runtime:

@@ -13,21 +13,19 @@ or in part, before it is cut short, returned or logged.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
-import math
 import os
 import random
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from ascend_eval.models.checks import private_file
-from ascend_eval.models.congestion import CongestionGate
+from ascend_eval.models.congestion import CongestionGate, retry_after_seconds
 from ascend_eval.models.errors import BackendError, ConfigError
 from ascend_eval.models.scrub import Scrubber, clip_excerpt
 
@@ -68,8 +66,8 @@ class EndpointConfig:
     max_retries: int = 3
     """Further attempts after the first, for connection errors, timeouts, 408, 409, 429 and 5xx."""
     parallelism: int = 8
-    """Requests in flight at once, at most: fewer while the server answers 429 or 503 (see
-    `congestion.CongestionGate`)."""
+    """Requests in flight at once, at most: fewer while the server answers 429 or 503, times out, or takes
+    more than half of `request_timeout` to answer (see `congestion.CongestionGate`)."""
     backoff_base: float = 0.5
     """Seconds before the first retry; doubled for each later one, with random jitter."""
     backoff_max: float = 20.0
@@ -208,11 +206,19 @@ class EndpointError(BackendError):
 class _Retryable(Exception):
     """An attempt that failed in a way another attempt may fix."""
 
-    def __init__(self, reason: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        timed_out: bool = False,
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.status = status
         self.retry_after = retry_after
+        self.timed_out = timed_out
 
 
 class EndpointClient:
@@ -250,12 +256,17 @@ class EndpointClient:
         )
         self._lock = threading.Lock()
         self._rng = random.Random()
-        self._gate = CongestionGate(config.parallelism)
+        self._gate = CongestionGate(config.parallelism, slow_after=config.request_timeout / 2)
 
     def __repr__(self) -> str:
         return (
             f"EndpointClient(url={self.config.url!r}, model={self.config.model!r}, key={self._key_source!r})"
         )
+
+    @property
+    def in_flight_limit(self) -> int:
+        """Requests this client lets be in flight now: `parallelism`, less while the server pushes back."""
+        return self._gate.limit
 
     def close(self) -> None:
         """Close the pooled connections."""
@@ -343,9 +354,11 @@ class EndpointClient:
         attempts = self.config.max_retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                with self._gate:  # waits while the server is pushing back (429/503 halve the limit)
+                with self._gate:  # waits while the server is pushing back (429/503, slow answers)
+                    started = time.monotonic()
                     outcome = self._attempt(url, content, parse)
-                self._gate.succeeded()
+                    seconds = time.monotonic() - started
+                self._gate.succeeded(seconds)
                 return outcome
             except EndpointError as e:
                 e.attempts = attempt
@@ -354,6 +367,8 @@ class EndpointClient:
             except _Retryable as e:
                 if e.status in _RETRY_AFTER_STATUSES:
                     self._gate.pushed_back()
+                elif e.timed_out:
+                    self._gate.slow()
                 if attempt == attempts:
                     err = EndpointError(
                         f"POST {url} failed after {attempts} attempt(s): {e.reason}. "
@@ -388,7 +403,8 @@ class EndpointClient:
             response = self._http.post(url, content=content, headers=self._headers)
         except httpx.TimeoutException as e:
             raise _Retryable(
-                f"timed out ({type(e).__name__}, request_timeout={self.config.request_timeout}s)"
+                f"timed out ({type(e).__name__}, request_timeout={self.config.request_timeout}s)",
+                timed_out=True,
             ) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError) as e:
             raise _Retryable(f"{type(e).__name__}: {self._clip(str(e))}") from None
@@ -399,7 +415,7 @@ class EndpointClient:
         if status in _RETRY_STATUSES or status >= 500:
             retry_after = None
             if status in _RETRY_AFTER_STATUSES:
-                retry_after = _retry_after_seconds(
+                retry_after = retry_after_seconds(
                     response.headers.get("Retry-After"), self.config.backoff_max
                 )
             raise _Retryable(
@@ -536,31 +552,6 @@ def _html_hint(response: httpx.Response) -> str:
             "not a web page, a proxy's sign-in page or a load balancer's error page"
         )
     return ""
-
-
-def _retry_after_seconds(value: str | None, cap: float) -> float | None:
-    """The wait a Retry-After header asks for (seconds or an HTTP date), capped at `cap`; None if absent.
-
-    >>> _retry_after_seconds("2", cap=20.0), _retry_after_seconds("90", cap=20.0)
-    (2.0, 20.0)
-    >>> _retry_after_seconds(None, cap=20.0) is None
-    True
-    """
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        seconds = (when - datetime.now(timezone.utc)).total_seconds()
-    if math.isnan(seconds):
-        return None
-    return min(max(seconds, 0.0), cap)
 
 
 def discover_model(

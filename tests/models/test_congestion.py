@@ -50,8 +50,9 @@ def test_a_pushed_back_client_sends_fewer_at_once_then_recovers():
         client.map("/chat/completions", [{"n": i} for i in range(16)])
         recovered_peak = server.peak_concurrency
         client.close()
-    # limit 1 after the 429s; the first eight answers grow it by one per `limit` answers: to 4 at most
-    assert pushed_back_peak <= 4
+    # limit 1 after the 429s; the first eight answers grow it by one per `limit` answers: to 4 at most;
+    # the next eight can add one more (after four answers at 4), so at most 5 of them are in flight at once
+    assert pushed_back_peak <= 5
     assert recovered_peak == 8
 
 
@@ -60,3 +61,50 @@ def test_an_endpoint_judge_streams_one_request_per_engine_call():
         judge = OpenAIJudge(endpoint_config(server, parallelism=32))
         assert (judge.max_concurrency, judge.max_batch) == (32, 1)
         judge.close()
+
+
+def test_slow_answers_cut_the_limit_once_per_window_and_quick_ones_grow_it_back():
+    gate = CongestionGate(16, slow_after=1.0)
+    gate.succeeded(seconds=2.0)
+    assert gate.limit == 12  # a quarter off at the first slow answer
+    for _ in range(11):  # more slow answers from the same moment: held at 12 until 12 answers have passed
+        gate.succeeded(seconds=2.0)
+    assert gate.limit == 12
+    gate.succeeded(seconds=2.0)
+    assert gate.limit == 9
+    for _ in range(9):
+        gate.succeeded(seconds=0.1)
+    assert gate.limit == 10  # additive increase resumes with quick answers
+    gate.slow()  # a timeout, 10 answers after the last cut: a quarter off again
+    assert gate.limit == 8
+    gate.slow()  # another one at once: held
+    assert gate.limit == 8
+
+
+def test_a_server_that_answers_late_gets_fewer_requests_at_once():
+    with LoopbackServer() as server:
+        # each answer takes 0.3 s, more than half of the 0.5 s request timeout
+        server.route(CHAT, lambda body: Reply(chat_reply("ok"), delay=0.3))
+        client = EndpointClient(endpoint_config(server, parallelism=8, request_timeout=0.5))
+        outcomes = client.map("/chat/completions", [{"n": i} for i in range(24)])
+        assert all(not isinstance(o, Exception) for o in outcomes)
+        assert client.in_flight_limit < 8
+        server.peak_concurrency = 0
+        client.map("/chat/completions", [{"n": i} for i in range(8)])
+        assert server.peak_concurrency < 8
+        client.close()
+
+
+def test_one_hung_request_costs_a_quarter_of_the_limit_not_a_halving_per_attempt():
+    with LoopbackServer() as server:
+
+        def reply(body):
+            return Reply(chat_reply("ok"), delay=2.0 if body["n"] == 0 else 0.0)
+
+        server.route(CHAT, reply)
+        client = EndpointClient(endpoint_config(server, parallelism=8, request_timeout=0.3, max_retries=2))
+        outcomes = client.map("/chat/completions", [{"n": i} for i in range(40)])
+        client.close()
+    assert isinstance(outcomes[0], Exception) and "timed out" in str(outcomes[0])
+    assert all(not isinstance(o, Exception) for o in outcomes[1:])
+    assert client.in_flight_limit >= 6  # three timeouts of one request, one cut
