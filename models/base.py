@@ -24,6 +24,35 @@ FinishReason = Literal["stop", "length", "repetition", "error"]
 (`TorchJudgeConfig.loop_guard`), or a failure."""
 
 
+def repeats(tokens: Sequence[Any], min_tokens: int, copies: int = 3) -> bool:
+    """Whether `tokens` end in one run repeated back to back at least `copies` times, the repeats
+    together at least `min_tokens` long (a degenerate loop): the tail is periodic. Token ids, or the
+    characters of a text (a str is a sequence too); a tail cut inside a repeat still counts.
+
+    >>> repeats([7, 1, 2, 3, 1, 2, 3, 1, 2, 3], min_tokens=9)
+    True
+    >>> repeats([7, 1, 2, 3, 1, 2, 3, 1, 2, 3], min_tokens=10)
+    False
+    >>> repeats([1, 2, 3, 1, 2, 4, 1, 2, 3], min_tokens=3)
+    False
+    >>> repeats([5, 6] * 12, min_tokens=24)
+    True
+    """
+    n = len(tokens)
+    if min_tokens < 1 or n < min_tokens:
+        return False
+    for period in range(1, n // copies + 1):
+        if tokens[n - 1 - period] != tokens[n - 1]:  # cheap filter before comparing whole runs
+            continue
+        span = max(min_tokens, copies * period)
+        if span > n:
+            break
+        # A tail of `span` tokens is `period`-periodic when shifting it by `period` changes nothing.
+        if tokens[n - span : n - period] == tokens[n - span + period : n]:
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class Message:
     """One chat message."""

@@ -94,3 +94,38 @@ def test_a_server_failing_some_requests_loses_only_those_scores(server):
     reasons = result.nan_reasons("faithfulness")
     assert sum(reasons.values()) == 1 and next(iter(reasons)).startswith("backend_error")
     assert result.aggregates()[0]["count"] == 15
+
+
+def test_a_judge_that_loops_to_its_cap_is_read_up_to_the_loop(server):
+    """A server has no loop guard: a judge that keeps repeating its last statement comes back at its cap
+    with finish_reason "length". The statements before the loop (and the repeated one once) are scored;
+    a cut answer that does not loop stays NaN with "truncated"."""
+    import json
+
+    def looping(body):
+        request = _as_request(body)
+        if isinstance(request, GenerateRequest) and "capital of Australia" in str(body["messages"]):
+            statements = json.loads(statements_rule(request))["statements"]
+            last = json.dumps(statements[-1], ensure_ascii=False)
+            text = json.dumps({"statements": statements}, ensure_ascii=False)[:-2] + (", " + last) * 20
+            return chat_reply(text, finish_reason="length", completion_tokens=256)
+        if isinstance(request, GenerateRequest) and "长城" in str(body["messages"]):
+            return chat_reply('{"statements": ["长城始建于春秋战国时期', finish_reason="length")
+        return judge_route(body)
+
+    def run():
+        return ascend_eval.evaluate(
+            "bilingual-example", ["faithfulness"], judge=server.url, cache_dir=False, progress=False
+        )
+
+    clean = run().rows()
+    server.enqueue("/v1/models", {"data": [{"id": "loopback-judge"}]})  # asked again by the second run
+    server.route(CHAT, looping)
+    rows = run().rows()
+    australia, great_wall = 4, 8
+    assert rows[australia]["faithfulness"] == clean[australia]["faithfulness"] is not None
+    assert rows[great_wall]["faithfulness"] is None
+    assert rows[great_wall]["faithfulness_reason"].startswith("truncated")
+    assert [r["faithfulness"] for r in rows if r is not rows[great_wall]] == [
+        r["faithfulness"] for r in clean if r is not clean[great_wall]
+    ]

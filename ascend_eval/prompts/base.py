@@ -32,6 +32,7 @@ from ascend_eval.models.base import (
     GenerateResult,
     GenerationParams,
     Message,
+    repeats,
 )
 from ascend_eval.models.errors import BACKEND_ERROR
 from ascend_eval.text.language import Language
@@ -39,6 +40,11 @@ from ascend_eval.text.language import Language
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out", bound=BaseModel)
 
+
+LOOP_CHARS = 96
+"""A text cut at max_tokens whose last this-many characters (or more) are one run repeated at least three
+times is a loop (what a backend without a loop guard, such as vLLM or an HTTP server, returns from a judge
+that looped until its cap): it is read as a loop-stopped answer, not as a truncated one."""
 
 VERDICT_THRESHOLD = 0.5
 """A yes/no verdict holds when p(positive label) is above this, strictly: a judge torn 50/50 does not count
@@ -142,14 +148,12 @@ class PromptSpec(Generic[In, Out]):
         params = GenerationParams(max_tokens=max_tokens or self.max_tokens, json_schema=self.json_schema())
         return GenerateRequest(messages=self.render(inputs, language), params=params, tag=self.tag)
 
-    def _salvage(self, text: str) -> Out | ParseFailure:
-        """A loop-stopped answer (`TorchJudgeConfig.loop_guard`): its JSON up to the last complete list
-        item, closed, with each list's repeated items kept once (the loop added nothing else)."""
-        failure = ParseFailure(
-            text,
-            "repetition: the judge repeated the same text over and over and was stopped; a larger judge "
-            "loops less",
-        )
+    def _salvage(self, text: str, how: str) -> Out | ParseFailure:
+        """A looping answer, stopped by a loop guard (`TorchJudgeConfig.loop_guard`) or at max_tokens: its
+        JSON up to the last complete list item, closed, with each list's repeated items kept once (the loop
+        added nothing else)."""
+        why = f"repetition: the judge repeated the same text over and over {how}; a larger judge loops less"
+        failure = ParseFailure(text, why)
         data = salvage_json(text)
         if not isinstance(data, dict):
             return failure
@@ -161,13 +165,16 @@ class PromptSpec(Generic[In, Out]):
 
     def parse(self, result: GenerateResult) -> Out | ParseFailure:
         """Read the judge's text as `Out`, tolerating code fences, prose around the JSON and full-width
-        punctuation. Output cut at max_tokens is a failure, never parsed silently."""
+        punctuation. Output cut at max_tokens is a failure, never parsed silently, unless it ends in a loop
+        (`LOOP_CHARS`): then it is read like a loop-stopped answer."""
         if result.error is not None:
             return ParseFailure(result.text, f"{BACKEND_ERROR}: {result.error}")
-        if result.finish_reason == "length":
-            return ParseFailure(result.text, "truncated: the judge reached max_tokens; raise max_tokens")
         if result.finish_reason == "repetition":
-            return self._salvage(result.text)
+            return self._salvage(result.text, "and was stopped")
+        if result.finish_reason == "length":
+            if repeats(result.text, LOOP_CHARS):
+                return self._salvage(result.text, "until max_tokens")
+            return ParseFailure(result.text, "truncated: the judge reached max_tokens; raise max_tokens")
         data = extract_json(result.text)
         if data is None:
             return ParseFailure(result.text, "parse_failure: no JSON object in the judge output")

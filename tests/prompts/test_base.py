@@ -158,3 +158,21 @@ def test_a_loop_stopped_answer_keeps_its_complete_items_once():
     assert failure.reason.startswith("repetition:")
     # The same text cut by max_tokens is still a failure: only a loop is known to add nothing more.
     assert STATEMENTS.parse(replace(looped, finish_reason="length")).reason.startswith("truncated")
+
+
+def test_an_answer_that_looped_until_max_tokens_reads_like_a_loop_stopped_one():
+    """vLLM and HTTP servers have no loop guard: a judge that loops runs to its cap and comes back with
+    finish_reason "length". Its looping tail shows what it was, so it is read as the guard would have."""
+    from ascend_eval.prompts.statements import STATEMENTS
+
+    head = '{"statements": ["Paris is in France.", "It is big.", '
+    looped_to_cap = GenerateResult(text=head + '"It is big.", ' * 12 + '"It is', finish_reason="length")
+    assert STATEMENTS.parse(looped_to_cap).statements == ["Paris is in France.", "It is big."]
+    zh = GenerateResult(text='{"statements": ["巴黎在法国。", ' + '"它很大。", ' * 30, finish_reason="length")
+    assert STATEMENTS.parse(zh).statements == ["巴黎在法国。", "它很大。"]
+    hopeless = STATEMENTS.parse(GenerateResult(text='{"statements": ["' + "&" * 200, finish_reason="length"))
+    assert hopeless.reason.startswith("repetition: the judge repeated the same text over and over until")
+    # a long answer cut at the cap that does not loop stays truncated
+    varied = head + ", ".join(f'"Fact number {k} holds."' for k in range(20))
+    cut = STATEMENTS.parse(GenerateResult(text=varied, finish_reason="length"))
+    assert cut.reason.startswith("truncated")

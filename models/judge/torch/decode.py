@@ -15,9 +15,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ascend_eval.models.base import GenerationParams
+from ascend_eval.models.base import GenerationParams, repeats
 from ascend_eval.models.judge.torch.plan import Node, widens
-from ascend_eval.models.judge.torch.processors import GrammarMask, SeededSampler, first_stop, repeats
+from ascend_eval.models.judge.torch.processors import GrammarMask, SeededSampler, first_stop
 from ascend_eval.models.judge.torch.runner import Batch, Runner
 from ascend_eval.models.judge.torch.speculate import Drafter, draft_width
 

@@ -8,40 +8,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["GrammarMask", "SeededSampler", "first_stop", "repeats"]
+__all__ = ["GrammarMask", "SeededSampler", "first_stop"]
 
 
 def first_stop(text: str, stops: Sequence[str]) -> int | None:
     hits = [k for k in (text.find(s) for s in stops if s) if k >= 0]
     return min(hits) if hits else None
-
-
-def repeats(tokens: Sequence[int], min_tokens: int, copies: int = 3) -> bool:
-    """Whether `tokens` end in one run repeated back to back at least `copies` times, the repeats
-    together at least `min_tokens` long (a degenerate loop): the tail is periodic.
-
-    >>> repeats([7, 1, 2, 3, 1, 2, 3, 1, 2, 3], min_tokens=9)
-    True
-    >>> repeats([7, 1, 2, 3, 1, 2, 3, 1, 2, 3], min_tokens=10)
-    False
-    >>> repeats([1, 2, 3, 1, 2, 4, 1, 2, 3], min_tokens=3)
-    False
-    >>> repeats([5, 6] * 12, min_tokens=24)
-    True
-    """
-    n = len(tokens)
-    if min_tokens < 1 or n < min_tokens:
-        return False
-    for period in range(1, n // copies + 1):
-        if tokens[n - 1 - period] != tokens[n - 1]:  # cheap filter before comparing whole runs
-            continue
-        span = max(min_tokens, copies * period)
-        if span > n:
-            break
-        # A tail of `span` tokens is `period`-periodic when shifting it by `period` changes nothing.
-        if tokens[n - span : n - period] == tokens[n - span + period : n]:
-            return True
-    return False
 
 
 class GrammarMask:
