@@ -53,6 +53,29 @@ def repeats(tokens: Sequence[Any], min_tokens: int, copies: int = 3) -> bool:
     return False
 
 
+LOOP_GUARD = 48
+"""Default of the judges' `loop_guard`: stop a row once its output ends in the same run of tokens three
+times in a row and the repeats cover at least this many tokens."""
+
+
+def repetition_detection(loop_guard: int) -> dict[str, int] | None:
+    """A loop guard of `loop_guard` tokens as vLLM's own repetition detection (`SamplingParams.
+    repetition_detection`, also a field of its OpenAI server's requests): a run of `loop_guard` / 3 to
+    `loop_guard` tokens seen three times in a row ends the request with finish_reason "repetition". A run
+    shorter than `loop_guard` / 3 is caught at a multiple of it; a loop of a run longer than `loop_guard`
+    goes on to max_tokens (vLLM checks every run length at every step, so the range is kept small), where
+    the prompts still read it as a loop (`prompts.base.LOOP_CHARS`). None when `loop_guard` is 0 (off).
+
+    >>> repetition_detection(48)
+    {'min_pattern_size': 16, 'max_pattern_size': 48, 'min_count': 3}
+    >>> repetition_detection(0) is None
+    True
+    """
+    if loop_guard <= 0:
+        return None
+    return {"min_pattern_size": max(1, -(-loop_guard // 3)), "max_pattern_size": loop_guard, "min_count": 3}
+
+
 @dataclass(frozen=True)
 class Message:
     """One chat message."""

@@ -274,7 +274,7 @@ def _endpoint(spec: ModelSpec, role: Role) -> Runtime:
     if role == "judge":
         from ascend_eval.models.judge.openai import OpenAIJudge
 
-        return OpenAIJudge(config)
+        return OpenAIJudge(config, loop_guard=None)  # vLLM's own loop guard, where the server is vLLM
     if role == "embedder":
         from ascend_eval.models.embedder.openai import OpenAIEmbedder
 

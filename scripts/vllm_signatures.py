@@ -1,10 +1,11 @@
 """Extract the keyword arguments a vLLM release accepts, from its source, without importing or running it.
 
 Our vLLM runtimes call `vllm.LLM(...)` (whose extra keywords become `EngineArgs` fields), `LLM.generate`,
-`LLM.embed`, `LLM.score`, `SamplingParams`, `PoolingParams` and `StructuredOutputsParams`. The release the
-Ascend row pins (`NPU_ROW["vllm"]` in models/vllm_runtime.py) cannot run here, so its source is read with
-`ast` and the names are written to tests/models/vllm/signatures/vllm-VERSION.json, which
-tests/models/test_vllm_keywords.py checks our calls against in CI (no network).
+`LLM.embed`, `LLM.score`, `SamplingParams`, `PoolingParams`, `StructuredOutputsParams` and
+`RepetitionDetectionParams`. The release the Ascend row pins (`NPU_ROW["vllm"]` in
+models/vllm_runtime.py) cannot run here, so its source is read with `ast` and the names are written to
+tests/models/vllm/signatures/vllm-VERSION.json, which tests/models/test_vllm_keywords.py checks our calls
+against in CI (no network).
 
 To regenerate, get the release's source from PyPI or GitHub and point this script at it:
 
@@ -32,6 +33,7 @@ CLASSES = {
     "EngineArgs": "vllm/engine/arg_utils.py",
     "SamplingParams": "vllm/sampling_params.py",
     "StructuredOutputsParams": "vllm/sampling_params.py",
+    "RepetitionDetectionParams": "vllm/sampling_params.py",
     "PoolingParams": "vllm/pooling_params.py",
 }
 """Classes whose fields (dataclass or msgspec struct) are their keyword arguments."""

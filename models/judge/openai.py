@@ -13,16 +13,19 @@ with `classify_mode="text"`.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ascend_eval.models.base import (
+    LOOP_GUARD,
     ClassifyRequest,
     ClassifyResult,
     GenerateRequest,
     GenerateResult,
     GenerationParams,
     Message,
+    repetition_detection,
 )
 from ascend_eval.models.batching import longest_first, scatter
 from ascend_eval.models.errors import ConfigError
@@ -45,23 +48,61 @@ class OpenAIJudge:
             8 tokens and gives probability 1 to the label the reply starts with.
         top_logprobs: How many next-token candidates to ask for in "logprobs" mode (OpenAI allows at
             most 20; vLLM at most its `--max-logprobs`).
+        loop_guard: As `TorchJudgeConfig.loop_guard`, sent as vLLM's `repetition_detection` request field
+            (`models.base.repetition_detection`), so that the server ends a looping reply with
+            finish_reason "repetition" instead of decoding it to max_tokens. 0 (the default here) sends
+            nothing: other servers may refuse a field they do not know. None: on where the server is
+            vLLM (its `GET /v1/models` lists a model owned by "vllm"; asked once, before the first
+            generation), off elsewhere; a judge built from a URL (`models.factory`) is built so.
 
     Raises:
         ConfigError: An invalid mode, or the API key named by `config` cannot be read.
     """
 
     def __init__(
-        self, config: EndpointConfig, *, classify_mode: ClassifyMode = "logprobs", top_logprobs: int = 20
+        self,
+        config: EndpointConfig,
+        *,
+        classify_mode: ClassifyMode = "logprobs",
+        top_logprobs: int = 20,
+        loop_guard: int | None = 0,
     ) -> None:
         if classify_mode not in ("logprobs", "text"):
             raise ConfigError(f"classify_mode must be 'logprobs' or 'text', got {classify_mode!r}.")
         if top_logprobs < 1:
             raise ConfigError(f"top_logprobs must be >= 1, got {top_logprobs}.")
+        if loop_guard is not None and loop_guard < 0:
+            raise ConfigError(f"loop_guard must be >= 0 (0 turns it off) or None, got {loop_guard}.")
         self.config = config
         self.classify_mode = classify_mode
         self.top_logprobs = top_logprobs
+        self.loop_guard = loop_guard
         self.model_id = f"openai:{config.model}@{config.url}"
         self._client = EndpointClient(config)
+        self._repetition: dict[str, int] | None = None
+        self._asked = threading.Lock()
+        self._server_known = False
+
+    def _repetition_field(self) -> dict[str, int] | None:
+        """The `repetition_detection` field to send, or None; asks the server what it is once."""
+        with self._asked:
+            if not self._server_known:
+                guard = self.loop_guard
+                if guard is None:
+                    guard = LOOP_GUARD if self._server_is_vllm() else 0
+                self._repetition = repetition_detection(guard)
+                self._server_known = True
+            return self._repetition
+
+    def _server_is_vllm(self) -> bool:
+        try:
+            listed = self._client.get("/models")
+        except EndpointError:
+            return False
+        models = listed.get("data") if isinstance(listed, dict) else None
+        return isinstance(models, list) and any(
+            isinstance(m, dict) and m.get("owned_by") == "vllm" for m in models
+        )
 
     @property
     def max_concurrency(self) -> int:
@@ -92,6 +133,9 @@ class OpenAIJudge:
             finish_reason "error" and the reason in `error`.
         """
         bodies = [self._chat_body(r.messages, r.params) for r in requests]
+        if requests and (repetition := self._repetition_field()) is not None:
+            for body in bodies:
+                body["repetition_detection"] = repetition
         outcomes = self._map(bodies, [_chat_chars(r.messages) for r in requests], _parse_generation)
         return [o if isinstance(o, GenerateResult) else GenerateResult.failed(str(o)) for o in outcomes]
 
@@ -285,13 +329,14 @@ def _parse_generation(data: dict[str, Any]) -> GenerateResult:
     message = choice.get("message")
     if not isinstance(message, dict):
         raise ValueError("the first choice has no 'message'")
-    finish = "length" if choice.get("finish_reason") == "length" else "stop"
+    reason = choice.get("finish_reason")
+    finish = reason if reason in ("length", "repetition") else "stop"
     content = message.get("content")
     if content is None and finish == "length":
         content = ""  # cut short before any content (e.g. while a reasoning model was still thinking)
     if not isinstance(content, str):
         raise ValueError(
-            f"the message has no text content (finish_reason={choice.get('finish_reason')!r}, "
+            f"the message has no text content (finish_reason={reason!r}, "
             f"refusal={message.get('refusal')!r})"
         )
     prompt_tokens, completion_tokens = _usage(data)

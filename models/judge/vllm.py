@@ -27,11 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ascend_eval.models.base import (
+    LOOP_GUARD,
     ClassifyRequest,
     ClassifyResult,
     GenerateRequest,
     GenerateResult,
     GenerationParams,
+    repetition_detection,
 )
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
 from ascend_eval.models.judge.base import LabelIds, TokenJudge, check_judge_model
@@ -58,10 +60,18 @@ class VllmJudgeConfig(VllmEngineConfig):
 
     enable_prefix_caching: bool = True
     """Reuse the KV cache of prompt prefixes that requests share (the prompts' static instructions)."""
+    loop_guard: int = LOOP_GUARD
+    """As `TorchJudgeConfig.loop_guard`, run by vLLM's own repetition detection (`models.base.
+    repetition_detection`; vLLM 0.23 has it): a looping row ends with finish_reason "repetition" instead
+    of decoding to its cap. 0 turns it off; on a vLLM without the field it is off, with a log line."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_judge_model("VllmJudgeConfig", self.model)
+        if self.loop_guard < 0:
+            raise ConfigError(
+                f"VllmJudgeConfig.loop_guard must be >= 0 (0 turns it off), got {self.loop_guard}."
+            )
 
 
 def label_probs(logprobs: Mapping[int, float], label_ids: Sequence[Sequence[int]]) -> tuple[float, ...]:
@@ -125,6 +135,7 @@ class VllmJudge(TokenJudge):
         self.llm, self.device, self.precision = start_engine(config, "VllmJudge", **extra)
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
         self._structured = _structured_output_factory()
+        self._loop_guard = _loop_guard_params(self._sampling_cls, config.loop_guard)
         log.info("VllmJudge %s ready on %s.", self.model_id, self.device.describe())
 
     # ------------------------------------------------------------------ shared helpers
@@ -202,8 +213,8 @@ class VllmJudge(TokenJudge):
 
         Returns:
             One `GenerateResult` per request, in input order. finish_reason is "length" when max_tokens (or
-            max_model_len) was reached without EOS or a stop string, else "stop"; a prompt over
-            `max_model_len` gets an error result of its own.
+            max_model_len) was reached without EOS or a stop string, "repetition" when the loop guard
+            stopped it, else "stop"; a prompt over `max_model_len` gets an error result of its own.
 
         Raises:
             ConfigError: a `json_schema` cannot be compiled.
@@ -236,11 +247,13 @@ class VllmJudge(TokenJudge):
         }
         if params.json_schema is not None:
             kwargs.update(self._structured(params.json_schema))
+        if self._loop_guard is not None:
+            kwargs["repetition_detection"] = self._loop_guard
         return self._sampling_cls(**kwargs)
 
     def _result(self, completion: Any, prompt_tokens: int) -> GenerateResult:
         reason = completion.finish_reason
-        if reason not in ("stop", "length"):
+        if reason not in ("stop", "length", "repetition"):
             return GenerateResult.failed(f"vLLM ended the request with finish_reason={reason!r}.")
         return GenerateResult(
             text=completion.text,
@@ -254,6 +267,22 @@ class VllmJudge(TokenJudge):
         llm = self.__dict__.pop("llm", None)
         if llm is not None:
             stop_engine(llm, self.device)
+
+
+def _loop_guard_params(sampling_cls: Any, loop_guard: int) -> Any:
+    """`SamplingParams.repetition_detection` for `loop_guard`; None when it is off or this vLLM lacks it."""
+    wanted = repetition_detection(loop_guard)
+    if wanted is None:
+        return None
+    fields = set(getattr(sampling_cls, "__struct_fields__", ())) | set(
+        getattr(sampling_cls, "__dataclass_fields__", {})
+    )
+    if "repetition_detection" not in fields:
+        log.info("This vLLM has no SamplingParams.repetition_detection: looping rows decode to max_tokens.")
+        return None
+    from vllm.sampling_params import RepetitionDetectionParams
+
+    return RepetitionDetectionParams(**wanted)
 
 
 def _structured_output_factory() -> Callable[[str], dict[str, Any]]:

@@ -8,8 +8,9 @@ initialises the runtime; a forked child of an initialised process raises "Cannot
 forked subprocess"; `synchronize(device)`, `set_device(index)` and `mem_get_info(device)` are recorded.
 
 `StandinVllm` is a `vllm` package with `LLM`, `SamplingParams`, `PoolingParams`,
-`sampling_params.StructuredOutputsParams` and `platforms.current_platform`, which record every keyword our
-runtimes pass and the environment an engine starts in, and answer with outputs of the right shape.
+`sampling_params.StructuredOutputsParams`, `sampling_params.RepetitionDetectionParams` and
+`platforms.current_platform`, which record every keyword our runtimes pass and the environment an engine
+starts in, and answer with outputs of the right shape.
 """
 
 from __future__ import annotations
@@ -141,7 +142,13 @@ class StandinVllm:
         keys = self.environ_keys
 
         class SamplingParams(_Recorded):
-            __struct_fields__ = ("max_tokens", "temperature", "logprob_token_ids", "logprobs")
+            __struct_fields__ = (
+                "max_tokens",
+                "temperature",
+                "logprob_token_ids",
+                "logprobs",
+                "repetition_detection",
+            )
 
         class PoolingParams(_Recorded):
             pass
@@ -149,7 +156,11 @@ class StandinVllm:
         class StructuredOutputsParams(_Recorded):
             pass
 
-        SamplingParams.calls = PoolingParams.calls = StructuredOutputsParams.calls = calls
+        class RepetitionDetectionParams(_Recorded):
+            pass
+
+        for recorded in (SamplingParams, PoolingParams, StructuredOutputsParams, RepetitionDetectionParams):
+            recorded.calls = calls
 
         class LLM:
             def __init__(self, **kwargs: Any) -> None:
@@ -186,6 +197,7 @@ class StandinVllm:
         package.LLM, package.SamplingParams, package.PoolingParams = LLM, SamplingParams, PoolingParams
         sampling = types.ModuleType("vllm.sampling_params")
         sampling.SamplingParams, sampling.StructuredOutputsParams = SamplingParams, StructuredOutputsParams
+        sampling.RepetitionDetectionParams = RepetitionDetectionParams
         platforms = types.ModuleType("vllm.platforms")
         platforms.current_platform = _ns(device_type=device_type, get_device_capability=get_device_capability)
         package.sampling_params, package.platforms = sampling, platforms

@@ -544,3 +544,61 @@ def test_empty_choices_say_what_came_back_and_what_to_check(loopback, choices):
     else:
         assert "'choices' is a dict, not a list" in result.error
     assert "keys are ['choices', 'id', 'object', 'usage']" in result.error or choices is None
+
+
+def test_a_vllm_server_gets_the_loop_guard_and_ends_loops_itself(loopback):
+    """A server whose /v1/models says it is vLLM is asked, once, to stop looping replies itself (vLLM's
+    `repetition_detection`), and its finish_reason "repetition" comes through; classify requests carry
+    no such field."""
+    loopback.enqueue("/v1/models", {"object": "list", "data": [{"id": "m", "owned_by": "vllm"}]})
+    loopback.route(CHAT, lambda body: chat_reply("cat cat cat", finish_reason="repetition"))
+    judge = OpenAIJudge(endpoint_config(loopback), loop_guard=None)
+    first = judge.generate([ask("a"), ask("b")])
+    judge.generate([ask("c")])
+    judge.classify([yes_no()])
+    judge.close()
+    assert [r.finish_reason for r in first] == ["repetition", "repetition"]
+    paths = [r.path for r in loopback.requests]
+    assert paths.count("/v1/models") == 1 and paths[0] == "/v1/models"
+    chats = [r.body for r in loopback.requests if r.path == CHAT]
+    guarded = [b for b in chats if "repetition_detection" in b]
+    assert len(guarded) == 3
+    assert guarded[0]["repetition_detection"] == {
+        "min_pattern_size": 16,
+        "max_pattern_size": 48,
+        "min_count": 3,
+    }
+    assert "repetition_detection" not in chats[-1]  # the classify request
+
+
+@pytest.mark.parametrize(
+    "models",
+    [
+        Reply({"object": "list", "data": [{"id": "m", "owned_by": "openai"}]}),
+        Reply({"error": "not found"}, status=404),
+        Reply("<html>sign in</html>", content_type="text/html"),
+    ],
+)
+def test_other_servers_get_no_field_they_may_refuse(loopback, models):
+    loopback.enqueue("/v1/models", models)
+    loopback.route(CHAT, lambda body: chat_reply("ok"))
+    judge = OpenAIJudge(endpoint_config(loopback), loop_guard=None)
+    [result] = judge.generate([ask("a")])
+    judge.close()
+    assert result.error is None
+    assert all("repetition_detection" not in r.body for r in loopback.requests if r.path == CHAT)
+
+
+def test_an_explicit_loop_guard_needs_no_probe(loopback):
+    loopback.route(CHAT, lambda body: chat_reply("ok"))
+    on = OpenAIJudge(endpoint_config(loopback), loop_guard=30)
+    off = OpenAIJudge(endpoint_config(loopback))  # the default: nothing a non-vLLM server may refuse
+    on.generate([ask("a")])
+    off.generate([ask("b")])
+    on.close()
+    off.close()
+    assert [r.path for r in loopback.requests] == [CHAT, CHAT]
+    assert loopback.requests[0].body["repetition_detection"]["max_pattern_size"] == 30
+    assert "repetition_detection" not in loopback.requests[1].body
+    with pytest.raises(ConfigError, match="loop_guard"):
+        OpenAIJudge(endpoint_config(loopback), loop_guard=-1)

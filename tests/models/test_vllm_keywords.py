@@ -88,6 +88,7 @@ EXPECTED_CALLS = {
     "SamplingParams",
     "PoolingParams",
     "StructuredOutputsParams",
+    "RepetitionDetectionParams",
 }
 
 
@@ -102,7 +103,8 @@ def test_every_keyword_exists_in_the_pinned_vllm(recorded: dict[str, set[str]]) 
     allowed = _allowed(json.loads(TABLE.read_text(encoding="utf-8"))["signatures"])
     unknown = {name: sorted(kw - allowed[name]) for name, kw in recorded.items() if kw - allowed[name]}
     assert not unknown, f"keywords vLLM {NPU_ROW['vllm']} does not accept: {unknown}"
-    assert {"logprob_token_ids", "max_tokens", "detokenize"} <= recorded["SamplingParams"]
+    passed = {"logprob_token_ids", "max_tokens", "detokenize", "repetition_detection"}
+    assert passed <= recorded["SamplingParams"]
 
 
 def test_every_keyword_exists_in_the_installed_vllm(recorded: dict[str, set[str]]) -> None:
@@ -119,6 +121,7 @@ def test_every_keyword_exists_in_the_installed_vllm(recorded: dict[str, set[str]
         "SamplingParams": set(vllm.SamplingParams.__struct_fields__),
         "PoolingParams": set(vllm.PoolingParams.__struct_fields__),
         "StructuredOutputsParams": {f.name for f in dataclasses.fields(sampling.StructuredOutputsParams)},
+        "RepetitionDetectionParams": {f.name for f in dataclasses.fields(sampling.RepetitionDetectionParams)},
     }
     for method in ("generate", "embed", "score"):
         live[f"LLM.{method}"] = set(inspect.signature(getattr(vllm.LLM, method)).parameters) - {"self"}

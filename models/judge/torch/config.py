@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ascend_eval.models.base import LOOP_GUARD
 from ascend_eval.models.errors import ConfigError, MissingDependencyError
 from ascend_eval.models.judge.base import check_judge_model
 
@@ -46,7 +47,7 @@ class TorchJudgeConfig:
     """Fewest tokens a run of prompt tokens that several prompts share (the preamble, a sample's block)
     must have to run once in a prompt pass of its own, its KV cache then read by every prompt beneath it;
     0 turns prefix sharing off. A shorter shared run is computed again with what follows it."""
-    loop_guard: int = 48
+    loop_guard: int = LOOP_GUARD
     """Stop generating for a row whose output ends in the same run of tokens three times in a row, once
     the repeats cover at least this many tokens (finish_reason "repetition": the prompts read its JSON up
     to the last complete list item, each repeated item once, or fail with that reason); 0 turns it off.

@@ -169,3 +169,35 @@ def test_seeded_sampling_repeats(vllm_judge: VllmJudge) -> None:
     first, second = vllm_judge.generate([request, request])
     again = vllm_judge.generate([request])[0]
     assert first.text == second.text == again.text
+
+
+def test_loop_guard_stops_looping_rows_in_vllm_too(smollm2_checkpoint: Path) -> None:
+    """vLLM's own repetition detection runs the loop guard: the rows SmolLM2 loops on (greedy) end with
+    "repetition" before their cap, their text the start of the unguarded one; the row that does not loop
+    is the same as without the guard."""
+    prompts = [
+        "Write the word cat one hundred times, separated by spaces.",
+        "Count from 1 to 5.",
+        "List the colours of the rainbow, then repeat the list ten times.",
+    ]
+    requests = [GenerateRequest((Message("user", p),), GenerationParams(max_tokens=200)) for p in prompts]
+    unguarded = VllmJudge(
+        VllmJudgeConfig(smollm2_checkpoint, max_model_len=MAX_MODEL_LEN, loop_guard=0, **ENGINE)
+    )
+    try:
+        whole = unguarded.generate(requests)
+    finally:
+        unguarded.close()
+    guarded = VllmJudge(VllmJudgeConfig(smollm2_checkpoint, max_model_len=MAX_MODEL_LEN, **ENGINE))
+    try:
+        cut = guarded.generate(requests)
+    finally:
+        guarded.close()
+    looping = [i for i, r in enumerate(whole) if r.finish_reason == "length"]
+    assert looping, [r.text for r in whole]
+    for i, (c, w) in enumerate(zip(cut, whole, strict=True)):
+        if i in looping:
+            assert c.finish_reason == "repetition" and c.completion_tokens < w.completion_tokens
+            assert w.text.startswith(c.text)
+        else:
+            assert c == w
