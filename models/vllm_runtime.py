@@ -34,6 +34,7 @@ __all__ = [
     "VllmEngineConfig",
     "import_vllm",
     "label_logprobs_supported",
+    "sampling_fields",
     "start_engine",
     "stop_engine",
     "vllm_installed",
@@ -229,15 +230,19 @@ def ascend_version() -> str | None:
         return None
 
 
+def sampling_fields(sampling_cls: Any) -> set[str]:
+    """The keyword fields of vLLM's `SamplingParams` (a msgspec struct; a dataclass in some releases)."""
+    return set(getattr(sampling_cls, "__struct_fields__", ())) | set(
+        getattr(sampling_cls, "__dataclass_fields__", {})
+    )
+
+
 def label_logprobs_supported(sampling_cls: Any) -> bool:
     """Whether the installed vLLM returns the log-probabilities of chosen token ids
     (`SamplingParams.logprob_token_ids`): the field exists, and vllm-ascend (where installed) is v0.19.1 or
     later, whose sampler fills it."""
-    fields = set(getattr(sampling_cls, "__struct_fields__", ())) | set(
-        getattr(sampling_cls, "__dataclass_fields__", {})
-    )
     ascend = ascend_version()
-    return "logprob_token_ids" in fields and (
+    return "logprob_token_ids" in sampling_fields(sampling_cls) and (
         ascend is None or _release(ascend) >= ASCEND_LOGPROB_TOKEN_IDS_FROM
     )
 

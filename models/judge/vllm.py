@@ -41,6 +41,7 @@ from ascend_eval.models.vllm_runtime import (
     VllmEngineConfig,
     import_vllm,
     label_logprobs_supported,
+    sampling_fields,
     start_engine,
     stop_engine,
 )
@@ -274,10 +275,7 @@ def _loop_guard_params(sampling_cls: Any, loop_guard: int) -> Any:
     wanted = repetition_detection(loop_guard)
     if wanted is None:
         return None
-    fields = set(getattr(sampling_cls, "__struct_fields__", ())) | set(
-        getattr(sampling_cls, "__dataclass_fields__", {})
-    )
-    if "repetition_detection" not in fields:
+    if "repetition_detection" not in sampling_fields(sampling_cls):
         log.info("This vLLM has no SamplingParams.repetition_detection: looping rows decode to max_tokens.")
         return None
     from vllm.sampling_params import RepetitionDetectionParams

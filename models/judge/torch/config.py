@@ -55,12 +55,11 @@ class TorchJudgeConfig:
     decode alone to the cap while the rest of the batch waits. The text it keeps is the start of what it
     would have written without the guard."""
     speculative_tokens: int = 64
-    """Decoding drafts tokens from each row's own text (prompt lookup, see `speculate`) and
-    verifies them in the same forward pass, while the batch's rows times (1 + draft) stay within this
-    many tokens per step; 0 turns it off. Each row's tokens are those plain decoding picks (greedy, or
-    sampled with the row's own seeded numbers). It pays
-    while a step is bound by reading the weights (small batches, a call's tail); raise it on a GPU or
-    NPU, where that holds for larger batches."""
+    """Decoding drafts tokens from each row's own text (prompt lookup, see `speculate`) and verifies them
+    in the same forward pass, while the batch's rows times (1 + draft) stay within this many tokens per
+    step; 0 turns it off. Each row's tokens are those plain decoding picks (greedy, or sampled with the
+    row's own seeded numbers). It pays while a step is bound by reading the weights (small batches, a
+    call's tail); raise it on a GPU or NPU, where that holds for larger batches."""
     kv_cache_bytes: int = 1 << 30
     """Bytes of shared-prefix KV cache kept between calls (1 GiB), least recently used dropped first, so
     that a later call whose prompts start the same (the preamble, a sample's block) does not compute them
