@@ -126,9 +126,11 @@ def test_sigterm_during_a_foreground_run_cancels_and_resume_sends_only_the_rest(
         [*cli, "run", spec, "--id", "fg"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
+        # Both samples' verdicts must be asked for: the engine streams, so the first verdict can go
+        # out while the other sample's statements are still in flight (and those are sent again).
         deadline = time.monotonic() + 60
-        while not judge_server.classify_bodies() and run.poll() is None:
-            assert time.monotonic() < deadline, "the verdict round never started"
+        while len(judge_server.classify_bodies()) < 2 and run.poll() is None:
+            assert time.monotonic() < deadline, "the verdict round never started for both samples"
             time.sleep(0.05)
         run.send_signal(signal.SIGTERM)
         _, err = run.communicate(timeout=30)

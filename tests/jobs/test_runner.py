@@ -223,7 +223,7 @@ def test_a_job_killed_mid_run_resumes_from_its_cache(jobs, judge_server):
     judge_server.hold_classify.set()  # round 2 (verdicts) hangs: the job is killed there
     job = jobs.create(inline_spec_for(judge_server.url, secret=None)).start()
     _wait_for(lambda: job.progress().get("rounds", 0) >= 1)  # round 1 answered and committed
-    _wait_for(lambda: len(judge_server.classify_bodies()) >= 1)
+    _wait_for(lambda: len(judge_server.classify_bodies()) >= 2)  # both samples' statements answered
     os.kill(job.info()["pid"], signal.SIGKILL)
     job.wait(timeout=30)
     assert job.status() == "failed" and "ended without finishing" in job.info()["error"]

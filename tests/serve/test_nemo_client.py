@@ -158,7 +158,8 @@ def test_a_job_survives_a_server_restart_and_resumes_from_its_cache(client, serv
             "target": {"type": "rows", "rows": [DATA]},
         }
     )
-    wait_for(lambda: judge_server.classify_bodies(), what="the verdict requests")
+    # both samples' verdicts asked for, so both samples' statements were answered (and cached)
+    wait_for(lambda: len(judge_server.classify_bodies()) >= 2, what="the verdict requests")
     assert client.v2.evaluation.jobs.retrieve(job.id).status == "active"
     statements = len(judge_server.generate_bodies())
     assert statements == 2
