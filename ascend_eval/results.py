@@ -21,6 +21,7 @@ from ascend_eval.models.errors import BACKEND_ERROR, ConfigError
 OUTPUT_FILES = ("results.json", "scores.csv", "summary.json")
 """What `EvaluationResult.save` writes into its folder."""
 
+
 def check_output_dir(
     out_dir: str | Path, *, inputs: Sequence[str | Path | None] = (), what: str = "out_dir"
 ) -> Path:
@@ -241,6 +242,53 @@ class EvaluationResult:
             "scores": self.to_csv(out / "scores.csv"),
             "summary": summary,
         }
+
+    @classmethod
+    def load(cls, path: str | Path) -> EvaluationResult:
+        """A saved run back from its `results.json` (or the folder holding it), for reports and comparisons.
+
+        Scores saved as null come back as NaN; samples keep the columns the file has (id, language, inputs).
+
+        Raises:
+            ConfigError: there is no results.json there, or it is not one this library wrote.
+        """
+        given = Path(path).expanduser()
+        file = given / "results.json" if given.is_dir() else given
+        if not file.is_file():
+            raise ConfigError(
+                f"{str(path)!r} holds no results.json. Name a folder that `ascend-eval evaluate --out` wrote."
+            )
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+            metrics = [a["name"] for a in data["aggregate_scores"]]
+            rows = data["samples"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise ConfigError(f"{str(file)!r} is not an ascend-eval results file ({e}).") from None
+        inputs = ("user_input", "response", "retrieved_contexts", "reference")
+        samples = [
+            Sample(id=str(row.get("id", i)), **{k: row.get(k) for k in inputs}) for i, row in enumerate(rows)
+        ]
+        results = {
+            m: [
+                MetricResult(
+                    math.nan if row.get(m) is None else float(row[m]),
+                    row.get(f"{m}_reason"),
+                    row.get(f"{m}_details") or {},
+                )
+                for row in rows
+            ]
+            for m in metrics
+        }
+        engine = data.get("engine") or {}
+        return cls(
+            samples=samples,
+            results=results,
+            languages=[row.get("language", "en") for row in rows],
+            rounds=[RoundStats(**r) for r in engine.get("rounds", [])],
+            stages={label: StageStats(**s) for label, s in (engine.get("stages") or {}).items()},
+            provenance=data.get("provenance") or {},
+            wall_seconds=float(engine.get("wall_seconds") or 0.0),
+        )
 
     def table(self) -> str:
         """The aggregates as an aligned text table."""

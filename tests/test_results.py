@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from ascend_eval.data import Sample
+from ascend_eval.engine.stats import StageStats
 from ascend_eval.metrics import MetricResult
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.results import EvaluationResult
@@ -70,3 +71,20 @@ def test_table_and_save(result, tmp_path):
     assert "faithfulness" in table and "0.7500" in table and table.splitlines()[0].startswith("metric")
     paths = result.save(tmp_path / "out")
     assert sorted(p.name for p in paths.values()) == ["results.json", "scores.csv", "summary.json"]
+
+
+def test_a_saved_run_loads_back_as_it_was_saved(result, tmp_path):
+    result.stages = {"judge.generate[statements@1]": StageStats(requests=3, sent=2, tokens_in=90)}
+    result.save(tmp_path / "run")
+    loaded = EvaluationResult.load(tmp_path / "run")
+    assert loaded.to_dict() == json.loads((tmp_path / "run" / "results.json").read_text("utf-8"))
+    assert math.isnan(loaded["faithfulness"][1]) and loaded.results["faithfulness"][1].reason
+    assert EvaluationResult.load(tmp_path / "run" / "results.json").metrics == result.metrics
+
+
+def test_loading_a_folder_without_results_names_the_fix(tmp_path):
+    with pytest.raises(ConfigError, match=r"holds no results\.json"):
+        EvaluationResult.load(tmp_path)
+    (tmp_path / "results.json").write_text('{"samples": []}', encoding="utf-8")
+    with pytest.raises(ConfigError, match="not an ascend-eval results file"):
+        EvaluationResult.load(tmp_path)
