@@ -18,7 +18,7 @@ from ascend_eval.engine.stats import RoundStats, StageStats
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.models.errors import BACKEND_ERROR, ConfigError
 
-OUTPUT_FILES = ("results.json", "scores.csv", "summary.json")
+OUTPUT_FILES = ("results.json", "scores.csv", "summary.json", "report.html")
 """What `EvaluationResult.save` writes into its folder."""
 
 
@@ -229,19 +229,26 @@ class EvaluationResult:
         return path
 
     def save(self, out_dir: str | Path) -> dict[str, Path]:
-        """Write `results.json` (everything), `scores.csv` (per sample) and `summary.json` (aggregates).
+        """Write `results.json` (everything), `scores.csv` (per sample), `summary.json` (aggregates) and
+        `report.html` (the run's page: scores, distributions, lowest samples explained, engine stages).
 
         Raises:
             ConfigError: `out_dir` cannot be a results folder (see `check_output_dir`).
         """
+        # Imported here: the report reads a result but must not import this module (no import cycles).
+        from ascend_eval.report.run import write_run_report
+
         out = check_output_dir(out_dir)
         summary = out / "summary.json"
         summary.write_text(json.dumps({"aggregate_scores": self.aggregates()}, indent=2), encoding="utf-8")
-        return {
+        paths = {
             "results": self.to_json(out / "results.json"),
             "scores": self.to_csv(out / "scores.csv"),
             "summary": summary,
         }
+        # Last, so that the data files are on disk whatever happens while the page is drawn.
+        paths["report"] = write_run_report(self, out)
+        return paths
 
     @classmethod
     def load(cls, path: str | Path) -> EvaluationResult:

@@ -70,7 +70,9 @@ def test_table_and_save(result, tmp_path):
     table = result.table()
     assert "faithfulness" in table and "0.7500" in table and table.splitlines()[0].startswith("metric")
     paths = result.save(tmp_path / "out")
-    assert sorted(p.name for p in paths.values()) == ["results.json", "scores.csv", "summary.json"]
+    names = ["report.html", "results.json", "scores.csv", "summary.json"]
+    assert sorted(p.name for p in paths.values()) == names
+    assert "问题一？" in paths["report"].read_text(encoding="utf-8")
 
 
 def test_a_saved_run_loads_back_as_it_was_saved(result, tmp_path):
