@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ascend_eval.cli import experiments as experiments_cli
 from ascend_eval.cli import jobs as jobs_cli
+from ascend_eval.cli import report as report_cli
 from ascend_eval.cli.process import run_command
 from ascend_eval.models.errors import AscendEvalError, ConfigError
 from ascend_eval.serve import cli as serve_cli
@@ -286,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.set_defaults(func=_models)
     jobs_cli.add_parser(sub)
     experiments_cli.add_parser(sub)
+    report_cli.add_parser(sub)
     serve_cli.add_parser(sub)
     return parser
 
