@@ -89,9 +89,10 @@ def format_value(value: Any, limit: int = VALUE_LIMIT) -> str:
 
 
 def _is_low(key: str, value: Any) -> bool:
-    if key == "verdicts" or key == "attributed" or key == "noncommittal":
-        # A verdict of 0 / false is the bad one, except noncommittal, where 1 is.
-        return bool(value) if key == "noncommittal" else value in (0, False)
+    if key == "noncommittal":
+        return bool(value)  # a noncommittal answer scores 0
+    if key in ("verdicts", "attributed", "matched"):
+        return value in (0, False)
     return (
         key in LOW_IS_BAD and isinstance(value, int | float) and not isinstance(value, bool) and value < 0.5
     )

@@ -84,6 +84,7 @@ dl.details{display:grid;grid-template-columns:max-content 1fr;gap:.15rem .8rem;f
 margin:.4rem 0}
 dl.details dt{font-weight:bold}dl.details dd{margin:0;word-break:break-word}
 p.key{margin:.4rem 0 0;font-size:.8rem;color:#555}nav a{margin-right:.8rem}
+summary{font-size:.85rem;color:#555;cursor:pointer}
 """
 
 
@@ -216,7 +217,9 @@ def _sample_card(result: RunResult, metric: str, index: int) -> str:
         + _excerpt("reference", sample.reference)
     )
     if contexts:
-        excerpts += f'<p class="meta">{len(contexts)} retrieved context(s)</p>'
+        # Folded (a native <details>, no script): most metrics' details already say what they used.
+        listed = "".join(_excerpt(f"context {i + 1}", c) for i, c in enumerate(contexts))
+        excerpts += f"<details><summary>{len(contexts)} retrieved context(s)</summary>{listed}</details>"
     explained = details_html(r.details, contexts) or '<p class="meta">no details recorded</p>'
     lang = result.languages[index] if index < len(result.languages) else "?"
     return (
