@@ -1,0 +1,1 @@
+"""Reports on saved runs: one run's HTML report, bootstrap intervals and the comparison of two runs."""
