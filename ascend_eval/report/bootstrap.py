@@ -106,9 +106,7 @@ def mean_interval(
     return float(low), float(high)
 
 
-def paired_differences(
-    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray
-) -> np.ndarray:
+def paired_differences(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> np.ndarray:
     """b - a per sample, for the samples both runs scored (a pair with a NaN on either side is left out).
 
     Raises:

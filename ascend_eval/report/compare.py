@@ -28,7 +28,7 @@ _QUESTION_CHARS = 60
 
 @dataclass(frozen=True)
 class Mover:
-    """One sample whose score changed between the runs."""
+    """One sample whose score changed between the runs, or that one run could not score (NaN)."""
 
     id: str
     question: str
@@ -44,12 +44,13 @@ class Mover:
         return self.score_b - self.score_a
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-able; NaN scores (and their change) as None."""
         return {
             "id": self.id,
             "question": self.question,
-            "score_a": self.score_a,
-            "score_b": self.score_b,
-            "change": self.change,
+            "score_a": _number(self.score_a),
+            "score_b": _number(self.score_b),
+            "change": _number(self.change),
             "why_a": self.why_a,
             "why_b": self.why_b,
         }
@@ -76,6 +77,8 @@ class MetricComparison:
     unchanged: int
     movers: tuple[Mover, ...]
     """The samples with the largest changes, largest first."""
+    unscored: tuple[Mover, ...] = ()
+    """The first of the `left_out` samples, with each run's NaN reason."""
 
     @property
     def excludes_zero(self) -> bool:
@@ -98,6 +101,7 @@ class MetricComparison:
             "down": self.down,
             "unchanged": self.unchanged,
             "movers": [m.to_dict() for m in self.movers],
+            "unscored": [m.to_dict() for m in self.unscored],
         }
 
 
@@ -132,9 +136,7 @@ class RunComparison:
         for m in self.metrics:
             if m.name == name:
                 return m
-        raise ConfigError(
-            f"No comparison for {name!r}; both runs have {[m.name for m in self.metrics]}."
-        )
+        raise ConfigError(f"No comparison for {name!r}; both runs have {[m.name for m in self.metrics]}.")
 
     def method(self) -> str:
         """How the intervals were computed, in one sentence."""
@@ -167,6 +169,10 @@ class RunComparison:
     def to_html(self) -> str:
         """The comparison as one self-contained HTML page: inline CSS, no scripts, no external links."""
         return comparison_html(self.to_dict())
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def _load(run: EvaluationResult | str | Path, side: str) -> tuple[EvaluationResult, str]:
@@ -212,11 +218,20 @@ def _compare_metric(
     seed: int,
     top: int,
 ) -> MetricComparison:
-    scored = [
-        (sid, i, j)
-        for sid, i, j in pairs
-        if not math.isnan(a.results[name][i].score) and not math.isnan(b.results[name][j].score)
-    ]
+    def mover(sid: str, i: int, j: int) -> Mover:
+        return Mover(
+            id=sid,
+            question=_excerpt(a.samples[i].user_input),
+            score_a=a.results[name][i].score,
+            score_b=b.results[name][j].score,
+            why_a=explain(a.results[name][i]),
+            why_b=explain(b.results[name][j]),
+        )
+
+    scored, unscored = [], []
+    for sid, i, j in pairs:
+        both = not math.isnan(a.results[name][i].score) and not math.isnan(b.results[name][j].score)
+        (scored if both else unscored).append((sid, i, j))
     xs = [a.results[name][i].score for _, i, _ in scored]
     ys = [b.results[name][j].score for _, _, j in scored]
     changes = [y - x for x, y in zip(xs, ys, strict=True)]
@@ -224,17 +239,7 @@ def _compare_metric(
     order = sorted(
         (k for k, d in enumerate(changes) if abs(d) > UNCHANGED_EPS), key=lambda k: (-abs(changes[k]), k)
     )
-    movers = tuple(
-        Mover(
-            id=scored[k][0],
-            question=_excerpt(a.samples[scored[k][1]].user_input),
-            score_a=xs[k],
-            score_b=ys[k],
-            why_a=explain(a.results[name][scored[k][1]]),
-            why_b=explain(b.results[name][scored[k][2]]),
-        )
-        for k in order[:top]
-    )
+    movers = tuple(mover(*scored[k]) for k in order[:top])
     return MetricComparison(
         name=name,
         n=len(scored),
@@ -247,6 +252,7 @@ def _compare_metric(
         down=sum(d < -UNCHANGED_EPS for d in changes),
         unchanged=sum(abs(d) <= UNCHANGED_EPS for d in changes),
         movers=movers,
+        unscored=tuple(mover(*pair) for pair in unscored[:top]),
     )
 
 

@@ -61,7 +61,7 @@ def _only_line(data: dict[str, Any]) -> str | None:
 def _caveat(data: dict[str, Any]) -> str:
     level = f"{data['confidence']:.0%}"
     return (
-        f"{data['method']} \"CI excludes 0\" marks a change larger than resampling these samples explains "
+        f'{data["method"]} "CI excludes 0" marks a change larger than resampling these samples explains '
         f"at {level}; it is not a correction for comparing many metrics (at {level}, about one unchanged "
         f"metric in {round(1 / (1 - data['confidence']))} is flagged by chance), and it says nothing about "
         "the judges' own randomness. Means are over the pairs both runs scored."
@@ -102,6 +102,12 @@ def _mover_cells(v: dict[str, Any]) -> list[str]:
     ]
 
 
+def _unscored_line(metric: dict[str, Any]) -> str:
+    shown = len(metric["unscored"])
+    more = f" (the first {shown})" if shown < metric["left_out"] else ""
+    return f"Left out, NaN in a run: {metric['left_out']} samples{more}"
+
+
 def _md_cell(text: str) -> str:
     # A pipe ends a cell and a newline ends the row; "<" could open raw HTML in a Markdown viewer.
     return " ".join(text.split()).replace("|", "\\|").replace("<", "&lt;")
@@ -126,12 +132,16 @@ def comparison_markdown(data: dict[str, Any]) -> str:
     )
     only = _only_line(data)
     lines += ["", *([only, ""] if only else []), _caveat(data)]
-    movers = [m for m in data["metrics"] if m["movers"]]
-    if movers:
+    listed = [m for m in data["metrics"] if m["movers"] or m["unscored"]]
+    if listed:
         lines += ["", "## Largest changes"]
-    for m in movers:
+    for m in listed:
         lines += ["", f"### {m['name']}", ""]
-        lines += _md_table(_MOVER_HEAD, [_mover_cells(v) for v in m["movers"]], numeric=(2, 3, 4))
+        if m["movers"]:
+            lines += _md_table(_MOVER_HEAD, [_mover_cells(v) for v in m["movers"]], numeric=(2, 3, 4))
+        if m["unscored"]:
+            lines += ["", f"{_unscored_line(m)}:", ""]
+            lines += _md_table(_MOVER_HEAD, [_mover_cells(v) for v in m["unscored"]], numeric=(2, 3, 4))
     return "\n".join(lines) + "\n"
 
 
@@ -182,13 +192,17 @@ def comparison_html(data: dict[str, Any]) -> str:
     if only:
         parts.append(f"<p>{e(only)}</p>")
     parts.append(f'<p class="note">{e(_caveat(data))}</p>')
-    movers = [m for m in data["metrics"] if m["movers"]]
-    if movers:
+    listed = [m for m in data["metrics"] if m["movers"] or m["unscored"]]
+    if listed:
         parts.append("<h2>Largest changes</h2>")
-    for m in movers:
+    for m in listed:
         parts.append(f"<h3>{e(m['name'])}</h3>")
-        parts.append(
-            _html_table(_MOVER_HEAD, [_mover_cells(v) for v in m["movers"]], numeric=(2, 3, 4), signed=(4,))
-        )
+        if m["movers"]:
+            rows = [_mover_cells(v) for v in m["movers"]]
+            parts.append(_html_table(_MOVER_HEAD, rows, numeric=(2, 3, 4), signed=(4,)))
+        if m["unscored"]:
+            parts.append(f"<p>{e(_unscored_line(m))}:</p>")
+            rows = [_mover_cells(v) for v in m["unscored"]]
+            parts.append(_html_table(_MOVER_HEAD, rows, numeric=(2, 3, 4)))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
