@@ -104,6 +104,11 @@ class EvaluationResult:
     """Engine stats per stage (a prompt of the judge, an embedder or reranker kind) over the run."""
     provenance: dict[str, Any] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    _intervals: dict[tuple[Any, ...], tuple[float, float] | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Bootstrap intervals already computed, keyed by the scores and settings: `save` and `table` both
+    show them, and on a large run each costs seconds per metric."""
 
     @property
     def metrics(self) -> list[str]:
@@ -135,10 +140,15 @@ class EvaluationResult:
         """
         if not 0.0 < confidence < 1.0:
             raise ConfigError(f"confidence must be in (0, 1), e.g. 0.95; got {confidence!r}.")
-        return {
-            m: mean_interval(self[m], confidence=confidence, resamples=resamples, seed=seed)
-            for m in self.metrics
-        }
+        out = {}
+        for m in self.metrics:
+            key = (m, confidence, seed, resamples, tuple(self[m]))
+            if key not in self._intervals:
+                self._intervals[key] = mean_interval(
+                    self[m], confidence=confidence, resamples=resamples, seed=seed
+                )
+            out[m] = self._intervals[key]
+        return out
 
     def nan_reasons(self, metric: str) -> Counter[str]:
         """How often each reason made this metric NaN."""

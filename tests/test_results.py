@@ -86,6 +86,8 @@ def test_intervals_are_seeded_and_none_without_two_scores(result):
     assert 0.5 <= narrow[0] <= narrow[1] <= 1.0
     with pytest.raises(ConfigError, match="confidence"):
         result.intervals(confidence=95)
+    result.results["faithfulness"] = [MetricResult(0.25)] * 3  # new scores, new intervals
+    assert result.intervals()["faithfulness"] == (0.25, 0.25)
 
 
 def test_a_saved_run_loads_back_as_it_was_saved(result, tmp_path):

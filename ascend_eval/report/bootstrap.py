@@ -26,7 +26,7 @@ import numpy as np
 
 DEFAULT_RESAMPLES = 10_000
 _BLOCK_CELLS = 1 << 22
-"""At most this many indices drawn at once (32 MiB of int64): the index matrix for 10,000 resamples of
+"""At most this many indices drawn at once (16 MiB of int32): the index matrix for 10,000 resamples of
 a 100,000-sample run would not fit in memory in one piece."""
 
 
@@ -62,7 +62,8 @@ def bootstrap_means(values: np.ndarray, *, resamples: int, seed: int) -> np.ndar
     out = np.empty(resamples, dtype=np.float64)
     for start in range(0, resamples, rows):
         stop = min(resamples, start + rows)
-        index = rng.integers(0, n, size=(stop - start, n))
+        # int32 draws take a third of the time of int64 ones, and the bootstrap is mostly drawing.
+        index = rng.integers(0, n, size=(stop - start, n), dtype=np.int32 if n < 2**31 else np.int64)
         out[start:stop] = values[index].mean(axis=1)
     return out
 
