@@ -105,7 +105,8 @@ def _mover_cells(v: dict[str, Any]) -> list[str]:
 def _unscored_line(metric: dict[str, Any]) -> str:
     shown = len(metric["unscored"])
     more = f" (the first {shown})" if shown < metric["left_out"] else ""
-    return f"Left out, NaN in a run: {metric['left_out']} samples{more}"
+    count = metric["left_out"]
+    return f"Left out, NaN in a run: {count} sample{'s' if count != 1 else ''}{more}"
 
 
 def _md_cell(text: str) -> str:

@@ -161,7 +161,7 @@ def test_markdown_html_and_dict_show_every_metric(runs):
     for metric in METRICS:
         assert f"| {metric} |" in markdown and f"<td>{metric}</td>" in page
     assert "rules-lenient -> rules-strict" in markdown and "CI excludes 0" in markdown
-    assert "Left out, NaN in a run: 1 samples" in markdown
+    assert "Left out, NaN in a run: 1 sample:" in markdown
     assert "<script" not in page and "http" not in page and "<style>" in page
     data = json.loads(json.dumps(comparison.to_dict(), allow_nan=False))
     assert data["metrics"][0]["interval"] == list(comparison.metric("faithfulness").interval)
