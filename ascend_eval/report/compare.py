@@ -41,6 +41,7 @@ class Mover:
 
     @property
     def change(self) -> float:
+        """score_b - score_a (NaN where either is)."""
         return self.score_b - self.score_a
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,6 +89,7 @@ class MetricComparison:
         return excludes_zero(self.interval)
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-able, with `excludes_zero` spelled out."""
         return {
             "name": self.name,
             "n": self.n,
@@ -184,6 +186,10 @@ def _load(run: EvaluationResult | str | Path, side: str) -> tuple[EvaluationResu
         f"Run {side} is a {type(run).__name__}; pass an EvaluationResult or the folder "
         "`ascend-eval evaluate --out` wrote."
     )
+
+
+def _called(side: str, label: str) -> str:
+    return f"Run {side}" if label == f"run {side}" else f"Run {side} ({label})"
 
 
 def _index(result: EvaluationResult, label: str) -> dict[str, int]:
@@ -342,15 +348,16 @@ def compare_runs(
         raise ConfigError(f"confidence must be in (0, 1), e.g. 0.95; got {confidence!r}.")
     run_a, label_a = _load(a, "A")
     run_b, label_b = _load(b, "B")
-    index_a, index_b = _index(run_a, f"Run A ({label_a})"), _index(run_b, f"Run B ({label_b})")
+    index_a, index_b = _index(run_a, _called("A", label_a)), _index(run_b, _called("B", label_b))
     pairs = [(sid, i, index_b[sid]) for sid, i in index_a.items() if sid in index_b]
     only_a = tuple(sid for sid in index_a if sid not in index_b)
     only_b = tuple(sid for sid in index_b if sid not in index_a)
     if not pairs:
         raise ConfigError(
-            f"Runs A ({label_a}, {len(index_a)} samples) and B ({label_b}, {len(index_b)} samples) share no "
-            f"sample id (A starts {list(index_a)[:3]}, B starts {list(index_b)[:3]}); samples are matched "
-            "by id. Compare two runs of the same dataset, with the same `id` column."
+            f"{_called('A', label_a)} ({len(index_a)} samples) and {_called('B', label_b)} "
+            f"({len(index_b)} samples) share no sample id (A starts {list(index_a)[:3]}, B starts "
+            f"{list(index_b)[:3]}); samples are matched by id. Compare two runs of the same dataset, with "
+            "the same `id` column."
         )
     common = [m for m in run_a.metrics if m in run_b.results]
     if not common:

@@ -201,9 +201,7 @@ def test_user_text_is_escaped_in_html_and_markdown():
 
 
 def test_duplicated_or_disjoint_ids_and_no_shared_metric_name_the_fix():
-    with pytest.raises(
-        ConfigError, match=r"Run A \(run A\) has 1 duplicated sample ids \('1'\).*unique `id`"
-    ):
+    with pytest.raises(ConfigError, match=r"Run A has 1 duplicated sample ids \('1'\).*unique `id`"):
         compare_runs(result(["1", "1"], {"m": [0.1, 0.2]}), result(["1"], {"m": [0.1]}))
     with pytest.raises(ConfigError, match=r"share no sample id.*same `id` column"):
         compare_runs(result(["1", "2"], {"m": [0.1, 0.2]}), result(["x"], {"m": [0.1]}))
