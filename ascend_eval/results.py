@@ -17,6 +17,7 @@ from ascend_eval.data import Sample
 from ascend_eval.engine.stats import RoundStats, StageStats
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.models.errors import BACKEND_ERROR, ConfigError
+from ascend_eval.report.bootstrap import DEFAULT_RESAMPLES, mean_interval
 
 OUTPUT_FILES = ("results.json", "scores.csv", "summary.json", "report.html")
 """What `EvaluationResult.save` writes into its folder."""
@@ -103,6 +104,11 @@ class EvaluationResult:
     """Engine stats per stage (a prompt of the judge, an embedder or reranker kind) over the run."""
     provenance: dict[str, Any] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    _intervals: dict[tuple[Any, ...], tuple[float, float] | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Bootstrap intervals already computed, keyed by the scores and settings: `save` and `table` both
+    show them, and on a large run each costs seconds per metric."""
 
     @property
     def metrics(self) -> list[str]:
@@ -117,6 +123,32 @@ class EvaluationResult:
     def aggregates(self) -> list[dict[str, Any]]:
         """`[{name, count, mean, min, max, nan_count}]`, one entry per metric."""
         return [aggregate(m, self[m]) for m in self.metrics]
+
+    def intervals(
+        self, *, confidence: float = 0.95, seed: int = 0, resamples: int = DEFAULT_RESAMPLES
+    ) -> dict[str, tuple[float, float] | None]:
+        """A percentile-bootstrap confidence interval for each metric's mean, NaN excluded.
+
+        It says how far the mean could move on another dataset of the same kind and size (the samples
+        resampled with replacement, `ascend_eval.report.bootstrap`); seeded, so it is the same on every call.
+
+        Returns:
+            metric -> (low, high), or None where fewer than 2 samples were scored.
+
+        Raises:
+            ConfigError: `confidence` is not in (0, 1).
+        """
+        if not 0.0 < confidence < 1.0:
+            raise ConfigError(f"confidence must be in (0, 1), e.g. 0.95; got {confidence!r}.")
+        out = {}
+        for m in self.metrics:
+            key = (m, confidence, seed, resamples, tuple(self[m]))
+            if key not in self._intervals:
+                self._intervals[key] = mean_interval(
+                    self[m], confidence=confidence, resamples=resamples, seed=seed
+                )
+            out[m] = self._intervals[key]
+        return out
 
     def nan_reasons(self, metric: str) -> Counter[str]:
         """How often each reason made this metric NaN."""
@@ -229,8 +261,9 @@ class EvaluationResult:
         return path
 
     def save(self, out_dir: str | Path) -> dict[str, Path]:
-        """Write `results.json` (everything), `scores.csv` (per sample), `summary.json` (aggregates) and
-        `report.html` (the run's page: scores, distributions, lowest samples explained, engine stages).
+        """Write `results.json` (everything), `scores.csv` (per sample), `summary.json` (aggregates, and under
+        "intervals" each mean's 95% bootstrap interval as [low, high] or null) and `report.html` (the run's
+        page: scores, distributions, lowest samples explained, engine stages).
 
         Raises:
             ConfigError: `out_dir` cannot be a results folder (see `check_output_dir`).
@@ -240,7 +273,15 @@ class EvaluationResult:
 
         out = check_output_dir(out_dir)
         summary = out / "summary.json"
-        summary.write_text(json.dumps({"aggregate_scores": self.aggregates()}, indent=2), encoding="utf-8")
+        intervals = {
+            "confidence": 0.95,
+            "method": f"percentile bootstrap of the mean over samples, {DEFAULT_RESAMPLES} resamples, seed 0",
+            "scores": {m: None if ci is None else list(ci) for m, ci in self.intervals().items()},
+        }
+        summary.write_text(
+            json.dumps({"aggregate_scores": self.aggregates(), "intervals": intervals}, indent=2),
+            encoding="utf-8",
+        )
         paths = {
             "results": self.to_json(out / "results.json"),
             "scores": self.to_csv(out / "scores.csv"),
@@ -298,12 +339,17 @@ class EvaluationResult:
         )
 
     def table(self) -> str:
-        """The aggregates as an aligned text table."""
-        header = ("metric", "count", "mean", "min", "max", "nan")
+        """The aggregates as an aligned text table, with each mean's 95% bootstrap interval (`intervals`)."""
+        header = ("metric", "count", "mean", "95% CI", "min", "max", "nan")
+        intervals = self.intervals()
         body = []
         for a in self.aggregates():
-            fmt = [f"{a[k]:.4f}" if a[k] is not None else "-" for k in ("mean", "min", "max")]
-            body.append((a["name"], str(a["count"]), *fmt, str(a["nan_count"])))
+            mean, smallest, largest = (
+                f"{a[k]:.4f}" if a[k] is not None else "-" for k in ("mean", "min", "max")
+            )
+            ci = intervals[a["name"]]
+            shown = "-" if ci is None else f"[{ci[0]:.4f}, {ci[1]:.4f}]"
+            body.append((a["name"], str(a["count"]), mean, shown, smallest, largest, str(a["nan_count"])))
         widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
         lines = [
             "  ".join(

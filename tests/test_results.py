@@ -69,10 +69,27 @@ def test_csv_and_parquet_and_pandas(result, tmp_path):
 def test_table_and_save(result, tmp_path):
     table = result.table()
     assert "faithfulness" in table and "0.7500" in table and table.splitlines()[0].startswith("metric")
+    # faithfulness has two scores (1.0 and 0.5): every resample's mean is 0.5, 0.75 or 1.0
+    assert "95% CI" in table.splitlines()[0] and "[0.5000, 1.0000]" in table
     paths = result.save(tmp_path / "out")
     names = ["report.html", "results.json", "scores.csv", "summary.json"]
     assert sorted(p.name for p in paths.values()) == names
     assert "问题一？" in paths["report"].read_text(encoding="utf-8")
+    summary = json.loads(paths["summary"].read_text(encoding="utf-8"))
+    assert summary["aggregate_scores"] == result.aggregates()
+    assert summary["intervals"]["confidence"] == 0.95
+    assert summary["intervals"]["scores"] == {"faithfulness": [0.5, 1.0], "answer_similarity": None}
+
+
+def test_intervals_are_seeded_and_none_without_two_scores(result):
+    expected = {"faithfulness": (0.5, 1.0), "answer_similarity": None}
+    assert result.intervals() == result.intervals(seed=0) == expected
+    narrow = result.intervals(confidence=0.1)["faithfulness"]
+    assert 0.5 <= narrow[0] <= narrow[1] <= 1.0
+    with pytest.raises(ConfigError, match="confidence"):
+        result.intervals(confidence=95)
+    result.results["faithfulness"] = [MetricResult(0.25)] * 3  # new scores, new intervals
+    assert result.intervals()["faithfulness"] == (0.25, 0.25)
 
 
 def test_a_saved_run_loads_back_as_it_was_saved(result, tmp_path):

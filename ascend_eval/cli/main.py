@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ascend_eval.cli import compare as compare_cli
 from ascend_eval.cli import experiments as experiments_cli
 from ascend_eval.cli import jobs as jobs_cli
 from ascend_eval.cli import report as report_cli
@@ -288,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     jobs_cli.add_parser(sub)
     experiments_cli.add_parser(sub)
     report_cli.add_parser(sub)
+    compare_cli.add_parser(sub)
     serve_cli.add_parser(sub)
     return parser
 
