@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ascend_eval.cli import experiments as experiments_cli
 from ascend_eval.cli import jobs as jobs_cli
+from ascend_eval.cli import tracing as tracing_cli
 from ascend_eval.cli.process import run_command
 from ascend_eval.models.errors import AscendEvalError, ConfigError
 from ascend_eval.serve import cli as serve_cli
@@ -154,6 +155,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         on_round=show,
         on_progress=progress_line,
+        trace=tracing_cli.configure_tracing(args),
     )
     paths = result.save(out)
     print(result.table())
@@ -278,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="where stderr is not a terminal (a log, a pipe): print a progress line this often (default 2)",
     )
+    tracing_cli.add_trace_arguments(ev)
     ev.set_defaults(func=_evaluate)
 
     models = sub.add_parser("models", help="list the shipped default models and the device found")
