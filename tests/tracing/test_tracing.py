@@ -222,3 +222,32 @@ def test_a_loopback_server_judge_nests_its_http_calls_under_their_stages(exporte
         assert sum(c.attributes[t.LLM_TOKEN_COUNT_PROMPT] for c in mine) == stats.tokens_in > 0
         assert sum(c.attributes[t.LLM_TOKEN_COUNT_COMPLETION] for c in mine) == stats.tokens_out
     assert {c.attributes[t.GEN_AI_SYSTEM] for c in calls} == {"openai"}
+
+
+def test_a_batch_of_two_stages_sits_under_the_first_and_links_the_other(exporter):
+    from opentelemetry import trace
+
+    from ascend_eval.engine.codecs import codec_for
+    from ascend_eval.engine.stats import StageStats
+    from ascend_eval.models.base import ClassifyRequest, Message
+
+    hooks = t.OtelTrace(trace.get_tracer("test"))
+    # Equal labels, so one batch group: two prompts' verdicts can go out in one call.
+    a, b = (ClassifyRequest((Message("user", "q"),), ("0", "1"), tag=tag) for tag in ("a@1", "b@1"))
+    codec = codec_for(a)
+    for request in (a, b):
+        hooks.stage_started(codec.group(request)[1], request)
+    judge = type("Stub", (), {"model_id": "stub-judge"})()
+    with hooks.call(judge, codec, [a, b]) as span:
+        span.answered([ClassifyResult(("0", "1"), (0.5, 0.5), 7), "ValueError: no"])
+    hooks.end_stages({"judge.classify[a@1]": StageStats(requests=1, sent=1)})
+    spans = exporter.get_finished_spans()
+    stages = stage_spans(spans)
+    (call,) = call_spans(spans)
+    assert parent_of(call, spans) is stages["judge.classify[a@1]"]
+    assert [link.context.span_id for link in call.links] == [stages["judge.classify[b@1]"].context.span_id]
+    assert call.attributes[t.STAGES] == ("judge.classify[a@1]", "judge.classify[b@1]")
+    assert call.attributes[t.PROMPT] == ("a@1", "b@1")
+    assert call.attributes[t.LLM_TOKEN_COUNT_PROMPT] == 7 and call.attributes[t.FAILED] == 1
+    assert call.status.status_code.name == "ERROR" and "ValueError: no" in call.status.description
+    assert call.attributes[t.LLM_MODEL_NAME] == "stub-judge" and call.attributes[t.BACKEND] == "Stub"
