@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from ascend_eval.data import Dataset, load_dataset, validate
 from ascend_eval.engine import Backends, Engine, PlanError, RequestCache, RoundStats
+from ascend_eval.engine.tracing import TraceArg, run_attributes, tracer_for
 from ascend_eval.examples import builtin_dataset
 from ascend_eval.metrics import Metric, MetricResult, PlanContext, resolve_metrics
 from ascend_eval.models.base import GenerationParams
@@ -111,6 +112,7 @@ def evaluate(
     dedupe: bool = True,
     on_round: Any = None,
     on_progress: Any = None,
+    trace: TraceArg = None,
 ) -> EvaluationResult:
     """Score a RAG dataset with RAGAS metrics on local (or endpoint) models.
 
@@ -154,6 +156,10 @@ def evaluate(
             of every plan), once no plan can reach that round any more.
         on_progress: optional callable receiving a `Progress` snapshot (scores done, requests answered,
             rate, ETA) about every second while the run goes on, and once at its end.
+        trace: OpenTelemetry spans of the run (`docs/tracing.md`), on the global tracer provider: False
+            (none), True (the run, each stage and each backend call, with counts, tokens and latency but
+            no prompt or output text) or "content" (prompts and outputs too, each cut to 4,000
+            characters). Default: the ASCEND_EVAL_TRACE environment variable (1 or content), else off.
 
     Returns:
         An `EvaluationResult` with a score or a NaN reason for every (sample, metric).
@@ -162,6 +168,7 @@ def evaluate(
         DataError: the dataset is malformed or lacks a column a metric needs (before any model loads).
         ConfigError: an unknown metric, model or setting, or a model of another role (an embedder
             given as the judge), before any model loads.
+        MissingDependencyError: tracing is on and opentelemetry is not installed (before any model loads).
     """
     t0 = time.perf_counter()
     if isinstance(dataset, str) and (builtin := builtin_dataset(dataset)) is not None:
@@ -172,6 +179,7 @@ def evaluate(
     languages = _languages(data, language)
     if judge_mode not in ("classify", "generate"):
         raise ConfigError(f"judge_mode={judge_mode!r}; valid: 'classify', 'generate'.")
+    tracer = tracer_for(trace)
     roles = set().union(*(m.roles for m in chosen))
     for value, role in ((judge, "judge"), (embedder, "embedder"), (cross_encoder, "reranker")):
         check(value, role)  # type: ignore[arg-type]  # a model of another role, even one not needed
@@ -209,6 +217,7 @@ def evaluate(
         progress=progress,
         on_round=record,
         on_progress=on_progress,
+        tracer=tracer,
     )
     plans = {
         (i, m.name): m.plan(sample, PlanContext(languages[i], ragas_compat, judge_mode))  # type: ignore[arg-type]
@@ -216,32 +225,42 @@ def evaluate(
         for m in chosen
     }
     devices: dict[str, dict[str, Any]] = {}
-    try:
-        outcomes = engine.run(plans)
-    except KeyboardInterrupt:
-        if cache.enabled:
-            logger.warning(
-                "Interrupted. %d answered requests are cached in %s; run the same call again to "
-                "resume from there.",
-                len(cache),
-                cache.path,
-            )
-        raise
-    finally:
-        cache.close()
-        devices = _devices(built)  # before the models are closed
-        for backend in owned:
-            close = getattr(backend, "close", None)
-            if close is not None:
-                close()
+    opened = run_attributes(
+        samples=len(data),
+        source=data.source,
+        metrics=[m.name for m in chosen],
+        judge_mode=judge_mode,
+        language=language,
+    )
+    with tracer.run(opened) as run_span:
+        run_span.set_models({role: getattr(b, "model_id", None) for role, b in built.items()})
+        try:
+            outcomes = engine.run(plans)
+        except KeyboardInterrupt:
+            if cache.enabled:
+                logger.warning(
+                    "Interrupted. %d answered requests are cached in %s; run the same call again to "
+                    "resume from there.",
+                    len(cache),
+                    cache.path,
+                )
+            raise
+        finally:
+            cache.close()
+            devices = _devices(built)  # before the models are closed
+            for backend in owned:
+                close = getattr(backend, "close", None)
+                if close is not None:
+                    close()
 
-    results: dict[str, list[MetricResult]] = {m.name: [] for m in chosen}
-    for i in range(len(data)):
-        for m in chosen:
-            outcome = outcomes[(i, m.name)]
-            results[m.name].append(
-                MetricResult.nan(outcome.reason) if isinstance(outcome, PlanError) else outcome
-            )
+        results: dict[str, list[MetricResult]] = {m.name: [] for m in chosen}
+        for i in range(len(data)):
+            for m in chosen:
+                outcome = outcomes[(i, m.name)]
+                results[m.name].append(
+                    MetricResult.nan(outcome.reason) if isinstance(outcome, PlanError) else outcome
+                )
+        run_span.finished({m: [r.score for r in rs] for m, rs in results.items()}, engine.stages)
 
     provenance = {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),

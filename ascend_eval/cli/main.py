@@ -15,6 +15,7 @@ from ascend_eval.cli import compare as compare_cli
 from ascend_eval.cli import experiments as experiments_cli
 from ascend_eval.cli import jobs as jobs_cli
 from ascend_eval.cli import report as report_cli
+from ascend_eval.cli import tracing as tracing_cli
 from ascend_eval.cli.process import run_command
 from ascend_eval.models.errors import AscendEvalError, ConfigError
 from ascend_eval.serve import cli as serve_cli
@@ -156,6 +157,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         on_round=show,
         on_progress=progress_line,
+        trace=tracing_cli.configure_tracing(args),
     )
     paths = result.save(out)
     print(result.table())
@@ -280,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="where stderr is not a terminal (a log, a pipe): print a progress line this often (default 2)",
     )
+    tracing_cli.add_trace_arguments(ev)
     ev.set_defaults(func=_evaluate)
 
     models = sub.add_parser("models", help="list the shipped default models and the device found")

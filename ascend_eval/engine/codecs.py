@@ -1,10 +1,10 @@
 """One codec per request kind: everything the engine and the cache need to know about that kind.
 
 A codec owns, for its kind of request: the batch it joins (and that batch's label in the stats), the
-backend call for a batch, how a failed result says so, the token counts it reports, and how its result
-is stored in and read back from the cache. `codec_for` is the only place that looks at a request's type;
-the scheduler and the cache ask it and never switch on the kind themselves. A new kind of request is one
-new codec here plus its entry in `_CODECS`.
+backend call for a batch, how a failed result says so, the token counts it reports, how its result is
+stored in and read back from the cache, and how request and result read in a trace. `codec_for` is the
+only place that looks at a request's type; the scheduler, the cache and the tracing hooks ask it and never
+switch on the kind themselves. A new kind of request is one new codec here plus its entry in `_CODECS`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ascend_eval.models.base import (
     GenerateRequest,
     GenerateResult,
     Judge,
+    Message,
     Request,
     Reranker,
 )
@@ -68,6 +69,19 @@ class Codec(ABC, Generic[RequestT, ResultT]):
         """(prompt tokens, completion tokens) the backend reported for `result`."""
         return 0, 0
 
+    def finish_reason(self, result: ResultT) -> str | None:
+        """Why the backend stopped generating `result` ("stop", "length", ...), None for kinds that do
+        not generate."""
+        return None
+
+    @abstractmethod
+    def shown_input(self, request: RequestT) -> str:
+        """`request`'s content as readable text, for traces that record prompts (`trace="content"`)."""
+
+    @abstractmethod
+    def shown_output(self, result: ResultT) -> str:
+        """`result` as readable text, for traces that record outputs (`trace="content"`)."""
+
     @abstractmethod
     def encode(self, result: ResultT) -> tuple[str, bytes | None]:
         """The result as stored in the cache: JSON text (the `body` column) and optional raw bytes."""
@@ -96,6 +110,15 @@ class GenerateCodec(Codec[GenerateRequest, GenerateResult]):
 
     def tokens(self, result: GenerateResult) -> tuple[int, int]:
         return result.prompt_tokens, result.completion_tokens
+
+    def finish_reason(self, result: GenerateResult) -> str | None:
+        return result.finish_reason
+
+    def shown_input(self, request: GenerateRequest) -> str:
+        return _chat_text(request.messages)
+
+    def shown_output(self, result: GenerateResult) -> str:
+        return result.text
 
     def encode(self, result: GenerateResult) -> tuple[str, bytes | None]:
         return _dumps(asdict(result)), None
@@ -129,6 +152,12 @@ class ClassifyCodec(Codec[ClassifyRequest, ClassifyResult]):
     def tokens(self, result: ClassifyResult) -> tuple[int, int]:
         return result.prompt_tokens, 0
 
+    def shown_input(self, request: ClassifyRequest) -> str:
+        return _chat_text(request.messages) + request.answer_prefix
+
+    def shown_output(self, result: ClassifyResult) -> str:
+        return _dumps(dict(zip(result.labels, result.probs, strict=False)))
+
     def encode(self, result: ClassifyResult) -> tuple[str, bytes | None]:
         return _dumps(asdict(result)), None
 
@@ -159,6 +188,12 @@ class EmbedCodec(Codec[EmbedRequest, NDArray[np.float32]]):
         matrix = backend.embed([r.text for r in requests], kind=requests[0].kind)
         return [np.asarray(row, dtype=np.float32) for row in matrix]
 
+    def shown_input(self, request: EmbedRequest) -> str:
+        return request.text
+
+    def shown_output(self, result: NDArray[np.float32]) -> str:
+        return f"<{int(result.shape[0])}-d vector>"  # the numbers themselves tell a reader nothing
+
     def encode(self, result: NDArray[np.float32]) -> tuple[str, bytes | None]:
         # The vector as raw float32 bytes: exact, and a quarter of the size of JSON numbers.
         return json.dumps({"dim": int(result.shape[0])}), np.asarray(result, dtype=np.float32).tobytes()
@@ -178,6 +213,12 @@ class CrossScoreCodec(Codec[CrossScoreRequest, float]):
 
     def call(self, backend: Reranker, requests: Sequence[CrossScoreRequest]) -> list[float]:
         return [float(s) for s in backend.score([(r.query, r.passage) for r in requests])]
+
+    def shown_input(self, request: CrossScoreRequest) -> str:
+        return _dumps({"query": request.query, "passage": request.passage})
+
+    def shown_output(self, result: float) -> str:
+        return repr(float(result))
 
     def encode(self, result: float) -> tuple[str, bytes | None]:
         return json.dumps({"score": float(result)}), None
@@ -199,6 +240,11 @@ def _dumps(data: dict[str, Any]) -> str:
     except UnicodeEncodeError:
         return json.dumps(data)
     return text
+
+
+def _chat_text(messages: Sequence[Message]) -> str:
+    """A chat as plain text, one `role: content` block per message."""
+    return "\n\n".join(f"{m.role}: {m.content}" for m in messages)
 
 
 def _object(body: str | None, keys: tuple[str, ...]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ascend_eval.engine.codecs import Codec, Result
+from ascend_eval.engine.tracing import NO_TRACE, NoTrace
 from ascend_eval.models.base import Request
 from ascend_eval.models.lazy import LazyModel, runtime_of
 
@@ -64,10 +65,20 @@ class Done:
 
 
 class Lane:
-    """Worker threads for one backend. `put` and `stop` are called from the engine's thread only."""
+    """Worker threads for one backend. `put` and `stop` are called from the engine's thread only; each
+    backend call is wrapped in `tracer.call` (a span when tracing is on) on the worker's thread."""
 
-    def __init__(self, backend: Any, *, concurrency: int, max_batch: int, out: queue.Queue[Done]) -> None:
+    def __init__(
+        self,
+        backend: Any,
+        *,
+        concurrency: int,
+        max_batch: int,
+        out: queue.Queue[Done],
+        tracer: NoTrace = NO_TRACE,
+    ) -> None:
         self.backend = backend
+        self.tracer = tracer
         self.concurrency = concurrency
         self.max_batch = max_batch
         self.in_flight = 0
@@ -159,16 +170,21 @@ class Lane:
     def _call(self, codec: Codec[Any, Any], requests: list[Request]) -> list[Result | str]:
         """One backend call. A failure of the whole call fails each of its requests with the message (a
         string) instead of ending the run."""
-        try:
-            out = codec.call(self.backend, requests)
-        except Exception as e:  # one failed call NaNs its own scores; everything else goes on
-            logger.error("%s failed for %d requests: %s", type(self.backend).__name__, len(requests), e)
-            return [f"{type(e).__name__}: {e}"] * len(requests)
-        if len(out) != len(requests):
-            name = type(self.backend).__name__
-            message = f"{name} returned {len(out)} results for {len(requests)} requests"
-            return [message] * len(requests)
-        return list(out)
+        with self.tracer.call(self.backend, codec, requests) as span:
+            try:
+                out = codec.call(self.backend, requests)
+            except Exception as e:  # one failed call NaNs its own scores; everything else goes on
+                logger.error("%s failed for %d requests: %s", type(self.backend).__name__, len(requests), e)
+                span.failed(e)
+                return [f"{type(e).__name__}: {e}"] * len(requests)
+            if len(out) != len(requests):
+                name = type(self.backend).__name__
+                message = f"{name} returned {len(out)} results for {len(requests)} requests"
+                span.failed(message)
+                return [message] * len(requests)
+            answers = list(out)
+            span.answered(answers)
+            return answers
 
 
 def _counts_computed(model: LazyModel[Any]) -> bool:

@@ -22,6 +22,7 @@ from ascend_eval.engine.cache import RequestCache, request_key
 from ascend_eval.engine.codecs import Codec, Result, codec_for
 from ascend_eval.engine.lanes import Done, Job, Lane, dispatch_limits
 from ascend_eval.engine.stats import Progress, RoundStats, StageStats
+from ascend_eval.engine.tracing import NO_TRACE, NoTrace
 from ascend_eval.models.base import Embedder, Judge, Request, Reranker, Role
 from ascend_eval.models.errors import BACKEND_ERROR, ConfigError
 from ascend_eval.models.lazy import is_loaded, runtime_of
@@ -79,6 +80,7 @@ class Engine:
         on_progress: called with a `Progress` snapshot at least every `progress_interval` seconds while
             the run goes on, and once at its end.
         max_live_plans: how many plans may be started and unfinished at once.
+        tracer: the tracing hooks (`ascend_eval.engine.tracing`); default off.
     """
 
     def __init__(
@@ -93,6 +95,7 @@ class Engine:
         on_progress: Callable[[Progress], None] | None = None,
         progress_interval: float = 1.0,
         max_live_plans: int = 4096,
+        tracer: NoTrace | None = None,
     ) -> None:
         if chunk_size < 1:
             raise ConfigError(f"chunk_size must be >= 1, got {chunk_size}.")
@@ -107,6 +110,7 @@ class Engine:
         self.on_progress = on_progress
         self.progress_interval = progress_interval
         self.max_live_plans = max_live_plans
+        self.tracer = NO_TRACE if tracer is None else tracer
         self.rounds: list[RoundStats] = []
         """Stats per plan step, in step order, appended as each step closes."""
         self.stages: dict[str, StageStats] = {}
@@ -132,6 +136,7 @@ class Engine:
         finally:
             run.shut_down()
             bar.close()
+            self.tracer.end_stages(self.stages)
         return run.outcomes
 
     def model_for(self, request: Request) -> Judge | Embedder | Reranker:
@@ -308,6 +313,7 @@ class _Run:
             self.engine.prompt_tags.add(request.tag)  # type: ignore[union-attr]
         codec = codec_for(request)
         group, label = codec.group(request)
+        self.engine.tracer.stage_started(label, request)
         stage = self._stage(label)
         stats.requests += 1
         stage.requests += 1
@@ -315,6 +321,7 @@ class _Run:
             slot_id = key
             if key in self.memo:  # answered earlier in this run
                 self.memo.move_to_end(key)
+                self.engine.tracer.stage_answered(label)
                 self._answer(pid, live, index, self.memo[key])
                 return
         else:
@@ -358,7 +365,11 @@ class _Run:
         if lane is None:
             concurrency, batch = dispatch_limits(backend, self.engine.chunk_size)
             lane = self.lanes[id(backend)] = Lane(
-                backend, concurrency=concurrency, max_batch=batch, out=self.done_queue
+                backend,
+                concurrency=concurrency,
+                max_batch=batch,
+                out=self.done_queue,
+                tracer=self.engine.tracer,
             )
         return lane
 
@@ -411,6 +422,7 @@ class _Run:
 
     def _resolve(self, slot_id: str, result: Result) -> None:
         slot = self.slots.pop(slot_id)
+        self.engine.tracer.stage_answered(slot.label)
         if self.engine.dedupe:
             self.memo[slot.key] = result
             if len(self.memo) > _MEMO_SIZE:
@@ -431,6 +443,7 @@ class _Run:
     def _fail(self, slot_id: str, error: str) -> None:
         """A backend failed this request: every plan waiting for it ends now with the reason."""
         slot = self.slots.pop(slot_id)
+        self.engine.tracer.stage_answered(slot.label)
         self._touch(slot.round)
         for pid, _ in slot.waiters:
             live = self.live.get(pid)
