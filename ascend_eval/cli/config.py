@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ascend_eval.models.errors import AscendEvalError, ConfigError
 
@@ -298,6 +299,9 @@ def _merge_model(current: Any, args: argparse.Namespace, key: str) -> Any:
     served = getattr(args, f"{key}_model", None)
     if served:
         fields["served_model_name"] = served
+    backend = getattr(args, f"{key}_backend", None)
+    if backend is not None and not isinstance(backend, Unset):
+        fields.pop("backend", None)  # --{flag}-backend given: it is the backend (evaluate_kwargs sets it)
     fields.update(parse_engine_settings(flag, getattr(args, f"{key}_engine", None)))
     fields.update(parse_settings(flag, getattr(args, f"{key}_set", None)))
     if not fields:
@@ -381,9 +385,16 @@ def evaluate_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
         if "backend" not in fields and backend != "auto":
             fields["backend"] = backend
         try:
-            kwargs[key] = ModelSpec(role=role, **fields)
+            kwargs[key] = spec = ModelSpec(role=role, **fields)
         except ConfigError as e:
             raise ConfigError(f"{key}: {e}") from None
+        parts = urlsplit(spec.model.strip()) if spec.is_endpoint else None
+        if parts is not None and (parts.username is not None or parts.password is not None):
+            # Refused later by the endpoint's config too; here, before config.yaml would hold the password.
+            raise ConfigError(
+                f"{key}: the URL must not contain credentials (user:password@host); put the key in an "
+                "environment variable and name it with --api-key-env (api_key_env: in a config file)."
+            )
     return kwargs
 
 

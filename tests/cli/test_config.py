@@ -164,6 +164,16 @@ def test_flags_given_override_the_file_and_others_leave_it(tmp_path):
     }
 
 
+def test_a_backend_flag_overrides_the_backend_in_the_files_model(tmp_path):
+    embedder = {"model": "multilingual-e5-small", "backend": "torch", "device": "cpu"}
+    config = write(tmp_path / "eval.yaml", {"embedder": embedder})
+    base = ["bilingual-example", "--config", str(config), "--out", str(tmp_path)]
+    assert evaluate_kwargs(effective(*base))["embedder"].backend == "torch"
+    changed = effective(*base, "--embedder-backend", "vllm")
+    assert changed["embedder"] == {"model": "multilingual-e5-small", "device": "cpu"}
+    assert evaluate_kwargs(changed)["embedder"].backend == "vllm"
+
+
 def test_the_written_config_repeats_the_run(tmp_path, server, monkeypatch):
     monkeypatch.setenv("LOOPBACK_API_KEY", "sk-never-written")
     first, again = tmp_path / "first", tmp_path / "again"
@@ -234,6 +244,7 @@ def test_judge_set_takes_any_spec_field_and_checks_it_against_the_model(tmp_path
         (["--embedder-set", "max_tokens=8"], "embedder: ModelSpec max_tokens: decoding overrides"),
         (["--judge-set", "gpu_memory_utilization=0.5"], "use backend='vllm'"),
         (["--chunk-size", "x"], "invalid int value"),
+        (["--judge", "http://me:pw@127.0.0.1:9/v1"], "judge: the URL must not contain credentials"),
     ],
 )
 def test_bad_settings_exit_2_before_anything_runs(tmp_path, capsys, argv, expected):
