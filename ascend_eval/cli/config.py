@@ -329,8 +329,10 @@ def _merge_model(current: Any, args: argparse.Namespace, key: str) -> Any:
 def effective_config(args: argparse.Namespace) -> dict[str, Any]:
     """Every key's value for this run: the defaults, then `--config`'s file, then the flags given.
 
-    A flag whose name is an evaluate() parameter (`--device` for `device`) overrides that key with no
-    code here; `data`, `--no-cache`, `--no-dedupe` and the model flags are translated.
+    A flag whose dest is an evaluate() parameter (`--device` for `device`) overrides that key with no
+    code here, when given: such a flag needs the default None (or an `Unset`), else its default would
+    override the file. `data`, `--no-cache`, `--column-map`, `--metrics` and the model flags are
+    translated.
 
     Raises:
         ConfigError: as `load_config`, a flag's setting is malformed, or no dataset or output folder.
@@ -359,7 +361,10 @@ def effective_config(args: argparse.Namespace) -> dict[str, Any]:
         )
     if config["out"] is None:
         raise ConfigError("No output folder: give --out FOLDER or `out:` in the --config file.")
-    config["dataset"] = _absolute(config["dataset"])  # a built-in name stays a name
+    from ascend_eval.examples import builtin_dataset
+
+    if not (isinstance(config["dataset"], str) and builtin_dataset(config["dataset"]) is not None):
+        config["dataset"] = _absolute(config["dataset"])  # a built-in name stays a name
     for key in ("out", "cache_dir"):
         if isinstance(config[key], str) and config[key].strip():  # an empty one is refused later
             config[key] = str(Path(config[key]).expanduser().resolve())

@@ -264,3 +264,13 @@ def test_a_missing_dataset_or_folder_is_an_error(tmp_path, capsys):
     assert "No dataset" in capsys.readouterr().err
     assert main(["evaluate", "bilingual-example"]) == 2
     assert "No output folder: give --out" in capsys.readouterr().err
+
+
+def test_relative_paths_are_written_absolute_so_the_config_repeats_from_anywhere(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data.json").write_text("{}")
+    config = effective("data.json", "--out", "out", "--cache-dir", "cache")
+    assert config["dataset"] == str(tmp_path / "data.json")
+    assert (config["out"], config["cache_dir"]) == (str(tmp_path / "out"), str(tmp_path / "cache"))
+    (tmp_path / "bilingual-example").write_text("{}")  # a built-in name stays a name, whatever is here
+    assert effective("bilingual-example", "--out", "out")["dataset"] == "bilingual-example"
