@@ -31,7 +31,7 @@ examples:
       --out out/mine
 
   # every setting from a file (YAML or JSON); flags given on the command line override it
-  ascend-eval evaluate --config eval.yaml
+  ascend-eval evaluate --config examples/eval.yaml
   # each run writes its settings to OUT/config.yaml: repeat it, or change one thing
   ascend-eval evaluate --config out/mine/config.yaml --judge-set temperature=0.2 --out out/mine-t02
 
@@ -52,7 +52,7 @@ examples:
       --judge http://127.0.0.1:8000/v1 --judge-set parallelism=32 request_timeout=120 --out out/csv
   ascend-eval evaluate data.jsonl --judge /models/Qwen2.5-7B-Instruct --judge-backend vllm \\
       --judge-set gpu_memory_utilization=0.6 max_model_len=8192 --out out/vllm
-  ascend-eval evaluate --config eval.yaml --out out/again
+  ascend-eval evaluate --config examples/eval.yaml --out out/again
 
 configuration file (--config FILE, .yaml/.yml or .json): one key per evaluate() option (dataset, metrics,
 judge, embedder, cross_encoder, judge_backend, ..., chunk_size, dedupe) plus out, max_backend_errors,

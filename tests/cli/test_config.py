@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -274,3 +275,12 @@ def test_relative_paths_are_written_absolute_so_the_config_repeats_from_anywhere
     assert (config["out"], config["cache_dir"]) == (str(tmp_path / "out"), str(tmp_path / "cache"))
     (tmp_path / "bilingual-example").write_text("{}")  # a built-in name stays a name, whatever is here
     assert effective("bilingual-example", "--out", "out")["dataset"] == "bilingual-example"
+
+
+def test_the_example_config_is_valid(tmp_path):
+    """examples/eval.yaml, which the help names, loads and makes a judge spec for a server."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "eval.yaml"
+    kwargs = evaluate_kwargs(effective("--config", str(example), "--out", str(tmp_path)))
+    assert kwargs["judge"].is_endpoint and kwargs["judge"].api_key_env == "JUDGE_API_KEY"
+    assert kwargs["embedder"] == ModelSpec(model="multilingual-e5-small", role="embedder")
+    assert load_config(example)["out"] == "out/example-server"

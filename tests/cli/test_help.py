@@ -52,7 +52,7 @@ def test_top_level_help_shows_the_examples(capsys):
     for example in (
         "ascend-eval evaluate bilingual-example --out out/example",  # the main job
         "--judge http://127.0.0.1:8000/v1",  # a file with a server judge
-        "ascend-eval evaluate --config eval.yaml",
+        "ascend-eval evaluate --config examples/eval.yaml",
         "ascend-eval job run spec.json",  # a NeMo job
         "ascend-eval report out/example",
         "ascend-eval compare out/example out/mine",
