@@ -1,0 +1,418 @@
+"""`ascend-eval evaluate`'s configuration: a `--config` file (YAML or JSON), the flags, and the effective
+configuration they make together, written to the run's folder as `config.yaml`.
+
+The keys are evaluate()'s keyword parameters (read from its signature, so an option added there is a key
+here without a change to this module) except its callbacks, plus the command line's own (`CLI_DEFAULTS`).
+A model key (`judge`, `embedder`, `cross_encoder`) holds a string (a shipped name, a path or a URL) or a
+mapping of `ModelSpec` fields. Flags given on the command line override the file; a flag not given leaves
+the file's value (argparse defaults are None or `Unset`, so "not given" can be told from a default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import inspect
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ascend_eval.models.errors import AscendEvalError, ConfigError
+
+CONFIG_FILE = "config.yaml"
+"""The name of the effective configuration in a run's output folder."""
+
+CALLBACKS = frozenset({"progress", "on_round", "on_progress"})
+"""evaluate() parameters the command line sets itself (from `quiet`): no configuration keys."""
+
+CLI_DEFAULTS: dict[str, Any] = {"out": None, "max_backend_errors": 0.1, "progress_every": 2.0, "quiet": False}
+"""The command line's own keys, with their defaults."""
+
+MODEL_KEYS = {"judge": "judge", "embedder": "embedder", "cross_encoder": "reranker"}
+"""Model keys and the role each stands for."""
+
+FLAGS = {"judge": "judge", "embedder": "embedder", "cross_encoder": "cross-encoder"}
+"""Model keys and their flags' stem (`--cross-encoder`, `--cross-encoder-set`, ...)."""
+
+KINDS: dict[str, tuple[type, ...]] = {
+    "device": (str,),
+    "memory_budget": (float,),
+    "out": (str,),
+}
+"""Value types of keys whose default (None) does not tell them."""
+
+HEADER = """\
+# The effective configuration of an `ascend-eval evaluate` run: its --config file and flags merged, with
+# the defaults filled in. Repeat the run with
+#   ascend-eval evaluate --config {path}
+# (flags given there override these values, e.g. --out for another folder). null is evaluate()'s default:
+# the shipped default judge and embedder, every available metric, the request cache in
+# ~/.cache/ascend-eval/requests. API keys appear only as the name of their environment variable
+# (api_key_env) or file (api_key_file), never themselves.
+"""
+
+
+class Unset(str):
+    """A flag's default that equals evaluate()'s (`args.judge_backend == "auto"`) but is known not to be
+    given, so it leaves the --config file's value.
+
+    >>> isinstance(Unset("auto"), Unset), Unset("auto") == "auto"
+    (True, True)
+    """
+
+    __slots__ = ()
+
+
+def evaluate_defaults() -> dict[str, Any]:
+    """evaluate()'s configurable parameters and their defaults (None for the dataset, which has none).
+
+    >>> list(evaluate_defaults())[:3]
+    ['dataset', 'metrics', 'judge']
+    >>> "on_round" in evaluate_defaults() or "progress" in evaluate_defaults()
+    False
+    """
+    from ascend_eval.api import evaluate
+
+    out: dict[str, Any] = {}
+    for name, param in inspect.signature(evaluate).parameters.items():
+        if name in CALLBACKS or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        out[name] = None if param.default is param.empty else param.default
+    return out
+
+
+def config_defaults() -> dict[str, Any]:
+    """Every configuration key and its default, in the order `config.yaml` lists them."""
+    return {**evaluate_defaults(), **CLI_DEFAULTS}
+
+
+def model_fields() -> list[str]:
+    """The `ModelSpec` fields a model mapping or `--{flag}-set` may set (the role is the key's)."""
+    from ascend_eval.models.spec import ModelSpec
+
+    return [name for name in ModelSpec.model_fields if name != "role"]
+
+
+def unknown(name: str, valid: Sequence[str], what: str) -> ConfigError:
+    """The error for an unknown name: the closest valid one, and all of them.
+
+    >>> print(unknown("chunksize", ["chunk_size", "dedupe"], "config.yaml: key"))
+    config.yaml: key 'chunksize' is unknown. Did you mean 'chunk_size'? Valid: chunk_size, dedupe.
+    """
+    close = difflib.get_close_matches(name, valid, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    return ConfigError(f"{what} {name!r} is unknown.{hint} Valid: {', '.join(valid)}.")
+
+
+def parse_value(text: str) -> Any:
+    """A flag's value as a number, a boolean, None, or else the text itself.
+
+    >>> [parse_value(t) for t in ("8", "0.5", "true", "False", "null", "float16")]
+    [8, 0.5, True, False, None, 'float16']
+    """
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    words = {"true": True, "false": False, "null": None, "none": None}
+    return words.get(text.lower(), text)
+
+
+def parse_settings(flag: str, pairs: Sequence[str] | None) -> dict[str, Any]:
+    """`--{flag}-set NAME=VALUE ...`: any `ModelSpec` field, values parsed by `parse_value` (`null` unsets
+    one the config file sets).
+
+    >>> parse_settings("judge", ["max_tokens=256", "temperature=0.2", "served_model_name=qwen"])
+    {'max_tokens': 256, 'temperature': 0.2, 'served_model_name': 'qwen'}
+
+    Raises:
+        ConfigError: not NAME=VALUE, or NAME is no `ModelSpec` field (the closest is suggested).
+    """
+    out: dict[str, Any] = {}
+    for pair in pairs or ():
+        name, sep, text = pair.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"--{flag}-set {pair!r}: write NAME=VALUE, e.g. max_tokens=256.")
+        if name not in model_fields():
+            raise unknown(name, model_fields(), f"--{flag}-set {pair!r}: ModelSpec field")
+        out[name] = parse_value(text)
+    return out
+
+
+def parse_engine_settings(flag: str, pairs: Sequence[str] | None) -> dict[str, object]:
+    """`--{flag}-engine NAME=VALUE ...` as `ModelSpec` engine settings, numbers as numbers.
+
+    >>> parse_engine_settings("judge", ["gpu_memory_utilization=0.5", "max_model_len=4096", "dtype=float16"])
+    {'gpu_memory_utilization': 0.5, 'max_model_len': 4096, 'dtype': 'float16'}
+    """
+    from ascend_eval.models.spec import ENGINE_FIELDS
+
+    out: dict[str, object] = {}
+    for pair in pairs or ():
+        name, sep, text = pair.partition("=")
+        if not sep or name not in ENGINE_FIELDS or not text:
+            raise ConfigError(
+                f"--{flag}-engine {pair!r}: write NAME=VALUE with NAME one of {', '.join(ENGINE_FIELDS)}, "
+                "e.g. gpu_memory_utilization=0.5."
+            )
+        out[name] = parse_value(text)
+    return out
+
+
+def split_values(values: Sequence[str] | None) -> list[str] | None:
+    """Accept `--metrics a b` and `--metrics a,b` alike.
+
+    >>> split_values(["faithfulness,answer_similarity", "x"])
+    ['faithfulness', 'answer_similarity', 'x']
+    """
+    if not values:
+        return None
+    return [v for value in values for v in value.split(",") if v]
+
+
+def parse_column_map(pairs: Sequence[str] | None) -> dict[str, str] | None:
+    """`--column-map OURS=THEIRS ...` as a dict.
+
+    >>> parse_column_map(["user_input=query"])
+    {'user_input': 'query'}
+    """
+    if not pairs:
+        return None
+    out = {}
+    for pair in pairs:
+        ours, sep, theirs = pair.partition("=")
+        if not sep or not ours or not theirs:
+            raise AscendEvalError(f"--column-map {pair!r}: write OURS=THEIRS, e.g. user_input=query.")
+        out[ours] = theirs
+    return out
+
+
+def _check(key: str, value: Any, default: Any, where: str) -> Any:
+    """`value` of `key`, checked for its type (`where` names the source in messages)."""
+
+    def wrong(expected: str) -> ConfigError:
+        return ConfigError(f"{where}: {key}={value!r}; expected {expected}.")
+
+    if value is None:
+        return None
+    if key in MODEL_KEYS:
+        if isinstance(value, str):
+            return value
+        if not isinstance(value, Mapping):
+            raise wrong("a model name, path or URL, or a mapping of ModelSpec fields")
+        for field in value:
+            if field not in model_fields():
+                raise unknown(str(field), model_fields(), f"{where}: {key}: ModelSpec field")
+        if "model" not in value:
+            value = {"model": "local:default", **value}  # the role's shipped default, with these settings
+        return _compact(value)
+    if key == "metrics":
+        if not isinstance(value, str | list) or not all(isinstance(n, str) for n in value):
+            raise wrong("metric names, as a list or comma-separated")
+        return split_values([value] if isinstance(value, str) else value)
+    if key == "column_map":
+        if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in [*value, *value.values()]):
+            raise wrong("a mapping of our column names to your dataset's, e.g. {user_input: query}")
+        return dict(value)
+    if key == "cache_dir":
+        if value is not False and not isinstance(value, str | Path):
+            raise wrong("a folder, or false for no cache")
+        return value if value is False else str(value)
+    if key == "dataset":
+        if not isinstance(value, str | Path | list | Mapping):
+            raise wrong("a file, a built-in name, rows or columns")
+        return str(value) if isinstance(value, Path) else value
+    kinds = KINDS.get(key) or ((type(default),) if default is not None else ())
+    if float in kinds:
+        kinds = (*kinds, int)
+    if kinds and (isinstance(value, bool) != (bool in kinds) or not isinstance(value, kinds)):
+        words = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+        raise wrong(words[kinds[0]] if kinds[0] in words else " or ".join(k.__name__ for k in kinds))
+    return value
+
+
+def _compact(fields: Mapping[str, Any]) -> str | dict[str, Any]:
+    """A model's fields in `ModelSpec`'s order without unset ones; the bare string when only `model` is."""
+    order = model_fields()
+    kept = {n: fields[n] for n in sorted(fields, key=order.index) if fields[n] is not None}
+    return kept["model"] if list(kept) == ["model"] else kept
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """The settings in a `--config` file (`.yaml`, `.yml` or `.json`), checked.
+
+    Raises:
+        ConfigError: no such file, not YAML/JSON or not a mapping, an unknown key or `ModelSpec` field (the
+            closest is suggested, every valid one listed), or a value of the wrong type.
+    """
+    import yaml
+
+    file = Path(path).expanduser()
+    if file.suffix.lower() not in (".yaml", ".yml", ".json"):
+        raise ConfigError(f"--config {str(path)!r}: name a .yaml, .yml or .json file.")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"--config {str(path)!r} cannot be read ({e.strerror or e}).") from None
+    try:
+        data = json.loads(text) if file.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as e:
+        raise ConfigError(f"--config {str(path)!r} is not valid {file.suffix[1:].upper()}: {e}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"--config {str(path)!r} holds a {type(data).__name__}; write a mapping of keys.")
+    defaults = config_defaults()
+    out = {}
+    for key, value in data.items():
+        if key not in defaults:
+            raise unknown(str(key), list(defaults), f"--config {str(path)!r}: key")
+        out[key] = _check(key, value, defaults[key], f"--config {str(path)!r}")
+    return out
+
+
+def _absolute(value: Any) -> Any:
+    """An existing relative path as an absolute one (so that `config.yaml` repeats from any folder)."""
+    if isinstance(value, str) and value.strip() and not value.startswith(("http://", "https://")):
+        path = Path(value).expanduser()
+        if path.exists():
+            return str(path.resolve())
+    return value
+
+
+def _merge_model(current: Any, args: argparse.Namespace, key: str) -> Any:
+    """The model of `key` after the flags: `--{flag}` replaces it, `--{flag}-model`, `--{flag}-engine`,
+    `--{flag}-set` and `--api-key-env` (for a server) change fields of it."""
+    from ascend_eval.models.http import is_url
+
+    flag = FLAGS[key]
+    given = getattr(args, key, None)
+    if given is not None:
+        fields: dict[str, Any] = {"model": given}
+    elif isinstance(current, str):
+        fields = {"model": current}
+    else:
+        fields = dict(current or {})
+    served = getattr(args, f"{key}_model", None)
+    if served:
+        fields["served_model_name"] = served
+    backend = getattr(args, f"{key}_backend", None)
+    if backend is not None and not isinstance(backend, Unset):
+        fields.pop("backend", None)  # --{flag}-backend given: it is the backend (evaluate_kwargs sets it)
+    fields.update(parse_engine_settings(flag, getattr(args, f"{key}_engine", None)))
+    fields.update(parse_settings(flag, getattr(args, f"{key}_set", None)))
+    if not fields:
+        return None
+    fields.setdefault("model", "local:default")  # the role's shipped default, with these settings
+    endpoint = is_url(fields["model"])
+    if served and not endpoint:
+        model = fields["model"]
+        raise ConfigError(
+            f"--{flag}-model names the model a server serves, but --{flag} is "
+            + (f"the local model {model!r}" if model != "local:default" else "not given (the local default)")
+            + f". Pass --{flag} URL, or drop --{flag}-model."
+        )
+    if endpoint and getattr(args, "api_key_env", None):
+        # --api-key-env is for every server named; a local model has no key to read.
+        fields["api_key_env"] = args.api_key_env
+        fields.pop("api_key_file", None)
+    if not endpoint:
+        fields["model"] = _absolute(fields["model"])
+    if fields.get("api_key_file"):
+        fields["api_key_file"] = _absolute(fields["api_key_file"])
+    return _compact(fields)
+
+
+def effective_config(args: argparse.Namespace) -> dict[str, Any]:
+    """Every key's value for this run: the defaults, then `--config`'s file, then the flags given.
+
+    A flag whose dest is an evaluate() parameter (`--device` for `device`) overrides that key with no
+    code here, when given: such a flag needs the default None (or an `Unset`), else its default would
+    override the file. `data`, `--no-cache`, `--column-map`, `--metrics` and the model flags are
+    translated.
+
+    Raises:
+        ConfigError: as `load_config`, a flag's setting is malformed, or no dataset or output folder.
+    """
+    defaults = config_defaults()
+    config = dict(defaults)
+    if getattr(args, "config", None):
+        config.update(load_config(args.config))
+    flags: dict[str, Any] = {
+        "dataset": getattr(args, "data", None),
+        "metrics": split_values(getattr(args, "metrics", None)),
+        "column_map": parse_column_map(getattr(args, "column_map", None)),
+        "cache_dir": False if getattr(args, "no_cache", None) else getattr(args, "cache_dir", None),
+    }
+    for key in defaults:
+        if key not in flags and key not in MODEL_KEYS:
+            flags[key] = getattr(args, key, None)
+    for key, value in flags.items():
+        if value is not None and not isinstance(value, Unset):
+            config[key] = _check(key, value, defaults[key], "the command line")
+    for key in MODEL_KEYS:
+        config[key] = _merge_model(config[key], args, key)
+    if config["dataset"] is None:
+        raise ConfigError(
+            "No dataset: give DATA (a file or a built-in name) or `dataset:` in the --config file."
+        )
+    if config["out"] is None:
+        raise ConfigError("No output folder: give --out FOLDER or `out:` in the --config file.")
+    from ascend_eval.examples import builtin_dataset
+
+    if not (isinstance(config["dataset"], str) and builtin_dataset(config["dataset"]) is not None):
+        config["dataset"] = _absolute(config["dataset"])  # a built-in name stays a name
+    for key in ("out", "cache_dir"):
+        if isinstance(config[key], str) and config[key].strip():  # an empty one is refused later
+            config[key] = str(Path(config[key]).expanduser().resolve())
+    return config
+
+
+def evaluate_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
+    """evaluate()'s arguments from an effective configuration: its keys less the command line's, and each
+    model mapping as a `ModelSpec` (checked now, before any model loads).
+
+    Raises:
+        ConfigError: a model's settings do not fit it (the message names the key).
+    """
+    from ascend_eval.models.spec import ModelSpec
+
+    kwargs = {k: v for k, v in config.items() if k not in CLI_DEFAULTS}
+    for key, role in MODEL_KEYS.items():
+        value = kwargs[key]
+        if value is None:
+            continue
+        fields = {"model": value} if isinstance(value, str) else dict(value)
+        backend = kwargs.get(f"{key}_backend") or "auto"
+        if "backend" not in fields and backend != "auto":
+            fields["backend"] = backend
+        try:
+            kwargs[key] = spec = ModelSpec(role=role, **fields)
+        except ConfigError as e:
+            raise ConfigError(f"{key}: {e}") from None
+        parts = urlsplit(spec.model.strip()) if spec.is_endpoint else None
+        if parts is not None and (parts.username is not None or parts.password is not None):
+            # Refused later by the endpoint's config too; here, before config.yaml would hold the password.
+            raise ConfigError(
+                f"{key}: the URL must not contain credentials (user:password@host); put the key in an "
+                "environment variable and name it with --api-key-env (api_key_env: in a config file)."
+            )
+    return kwargs
+
+
+def write_config(config: Mapping[str, Any], folder: str | Path) -> Path:
+    """Write the effective configuration as `folder/config.yaml`, which `--config` reads back.
+
+    Returns:
+        The file written.
+    """
+    import yaml
+
+    path = Path(folder) / CONFIG_FILE
+    plain = {k: str(v) if isinstance(v, Path) else v for k, v in config.items()}
+    body = yaml.safe_dump(plain, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    path.write_text(HEADER.format(path=path) + body, encoding="utf-8")
+    return path
