@@ -28,7 +28,7 @@ def test_main_job_on_default_models(tmp_path):
         capture_output=True, text=True, timeout=1800,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
-    assert run.stdout.splitlines()[0].split() == ["metric", "count", "mean", "min", "max", "nan"]
+    assert run.stdout.splitlines()[0].split() == ["metric", "count", "mean", "95%", "CI", "min", "max", "nan"]
     assert "round 1:" in run.stderr and "judge.generate[statements@1]" in run.stderr
 
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))

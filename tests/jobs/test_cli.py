@@ -24,7 +24,7 @@ def test_run_status_results_list(tmp_path, judge_server, capsys):
     spec = _spec_file(tmp_path, inline_spec_for(judge_server.url, secret=None))
     assert main([*root, "run", spec, "--id", "cli-job", "--name", "from the CLI"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split() == ["metric", "count", "mean", "min", "max", "nan"]
+    assert out.splitlines()[0].split() == ["metric", "count", "mean", "95%", "CI", "min", "max", "nan"]
     assert "job cli-job completed" in out
 
     assert main([*root, "status", "cli-job"]) == 0
