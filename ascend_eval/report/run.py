@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from ascend_eval.data import Sample
 from ascend_eval.engine.stats import StageStats
 from ascend_eval.metrics.base import MetricResult
+from ascend_eval.report.bootstrap import mean_interval
 from ascend_eval.report.details import clip, details_html
 from ascend_eval.report.svg import histogram_svg
 
@@ -152,7 +153,8 @@ def _header(result: RunResult) -> str:
 
 
 def _scores_table(result: RunResult, languages: Sequence[str]) -> str:
-    head = '<th class="label">metric</th><th>count</th><th>mean</th><th>min</th><th>max</th><th>NaN</th>'
+    head = '<th class="label">metric</th><th>count</th><th>mean</th><th>95% CI</th><th>min</th><th>max</th>'
+    head += "<th>NaN</th>"
     head += "".join(f"<th>mean {_e(lang)}</th>" for lang in languages)
     head += '<th class="label">NaN reasons</th>'
     rows = []
@@ -168,9 +170,12 @@ def _scores_table(result: RunResult, languages: Sequence[str]) -> str:
             per_language.append(sum(scores) / len(scores) if scores else None)
         reasons = "<br>".join(f"{_e(r)} &times;{n}" for r, n in result.nan_reasons(metric).most_common())
         nan_class = ' class="nan"' if a["nan_count"] else ""
+        ci = mean_interval([r.score for r in result.results[metric]])  # seeded: the table's and summary's
+        interval = "–" if ci is None else f"{_number(ci[0])} – {_number(ci[1])}"
         rows.append(
             f'<tr><td class="label"><a href="#{anchor(metric)}">{_e(metric)}</a></td><td>{a["count"]}</td>'
-            + "".join(f"<td>{_number(a[k])}</td>" for k in ("mean", "min", "max"))
+            f"<td>{_number(a['mean'])}</td><td>{interval}</td>"
+            + "".join(f"<td>{_number(a[k])}</td>" for k in ("min", "max"))
             + f"<td{nan_class}>{a['nan_count']}</td>"
             + "".join(f"<td>{_number(m)}</td>" for m in per_language)
             + f'<td class="label">{reasons or "–"}</td></tr>'

@@ -120,10 +120,12 @@ def test_the_aggregate_table_counts_nan_with_its_reason(page: str) -> None:
     row = re.search(r'<tr><td class="label"><a href="#m-faithfulness">faithfulness</a>.*?</tr>', page)
     assert row, "no faithfulness row"
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(0))
-    # count, mean, min, max, NaN, mean en, mean zh, reasons
-    assert cells[1:6] == ["5", "0.480", "0.100", "0.900", "1"]
-    assert cells[6:8] == ["0.600", "0.300"]
-    assert cells[8] == "parse_failure: not JSON &times;1"
+    # count, mean, its 95% interval, min, max, NaN, mean en, mean zh, reasons
+    assert cells[1:3] == ["5", "0.480"] and cells[4:7] == ["0.100", "0.900", "1"]
+    low, high = hand_built().intervals()["faithfulness"]  # the interval of table() and summary.json
+    assert cells[3] == f"{low:.3f} – {high:.3f}" and low < 0.48 < high
+    assert cells[7:9] == ["0.600", "0.300"]
+    assert cells[9] == "parse_failure: not JSON &times;1"
 
 
 def test_the_lowest_samples_are_the_lowest(page: str) -> None:
