@@ -56,9 +56,16 @@ def _statements(d: dict[str, Any]) -> str | None:
 
 
 def _correctness(d: dict[str, Any]) -> str | None:
-    if not all(k in d for k in ("tp", "fp", "fn")):
+    if all(k in d for k in ("tp", "fp", "fn")):
+        line = f"TP {d['tp']}, FP {d['fp']}, FN {d['fn']}"
+    elif isinstance(d.get("factuality"), (int, float)) and isinstance(d.get("response_statements"), list):
+        # no TP/FP/FN when a side had no statements to classify (e.g. none extracted from the response)
+        counts = [
+            len(d[k]) for k in ("response_statements", "reference_statements") if isinstance(d.get(k), list)
+        ]
+        line = f"factuality {d['factuality']:.2f} ({' vs '.join(map(str, counts))} statements)"
+    else:
         return None
-    line = f"TP {d['tp']}, FP {d['fp']}, FN {d['fn']}"
     if isinstance(d.get("similarity"), (int, float)):
         line += f"; similarity {d['similarity']:.2f}"
     return line
@@ -124,6 +131,9 @@ def explain(result: MetricResult) -> str:
     '1/2 contexts useful (-+ in rank order)'
     >>> explain(MetricResult.nan("parse_failure: not JSON", raw="{"))
     'NaN: parse_failure: not JSON'
+    >>> explain(MetricResult(0.2, details={"response_statements": [], "reference_statements": ["a"],
+    ...     "factuality": 0.0, "similarity": 0.94}))
+    'factuality 0.00 (0 vs 1 statements); similarity 0.94'
     >>> explain(MetricResult(0.9, details={"raw_score": 0.9}))
     ''
     """
