@@ -1,0 +1,133 @@
+"""Peak memory of one `evaluate()` process against the number of samples.
+
+Writes N synthetic bilingual samples (`benchmarks.datagen`, each made unique by its index) as JSONL, runs
+`evaluate()` on them in a fresh subprocess per N against a rule-based in-process judge and embedder (no
+model), with a temporary request cache, and reports each child's peak RSS (VmHWM) and wall time as
+`memory.json` and `memory.md` under `--out`.
+
+    python -m benchmarks.memory --samples 1000 10000
+    python -m benchmarks.memory --samples 10000 --tracemalloc 15     # also the top allocations
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.in_process import machine
+
+BASE = 2000
+"""Distinct generated samples; sample i is base sample i % BASE with its index written into its text."""
+
+
+def write_dataset(n: int, path: Path) -> None:
+    from benchmarks.datagen import generate
+
+    base = generate(min(n, BASE), seed=0)
+    with path.open("w", encoding="utf-8") as f:
+        for i in range(n):
+            j = i % len(base["question"])
+            row = {
+                "question": f"{base['question'][j]} (#{i})",
+                "contexts": [f"[{i}] {c}" for c in base["contexts"][j]],
+                "answer": f"Record {i}. {base['answer'][j]}",
+                "ground_truth": base["ground_truth"][j],
+            }
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _judge():
+    from ascend_eval.models.judge.replay import ReplayJudge
+    from benchmarks.request_counts import LengthEmbedder, generate_rule
+
+    return ReplayJudge(generate_rule, lambda r: [0.2] * (len(r.labels) - 1) + [0.8], model_id="rules"), (
+        LengthEmbedder()
+    )
+
+
+def _peak_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def child(data: Path, metrics: list[str], cache: Path, top: int) -> dict:
+    import ascend_eval
+
+    if top:
+        import tracemalloc
+
+        tracemalloc.start(8)
+    judge, embedder = _judge()
+    before = _peak_kib()
+    t0 = time.perf_counter()
+    result = ascend_eval.evaluate(
+        str(data), metrics, judge=judge, embedder=embedder, cache_dir=cache, progress=False, language="auto"
+    )
+    out = {
+        "wall_s": time.perf_counter() - t0,
+        "peak_rss_mib": _peak_kib() / 1024,
+        "rss_before_mib": before / 1024,
+        "scores": {m: len(r) for m, r in result.results.items()},
+    }
+    if top:
+        snapshot = tracemalloc.take_snapshot()
+        out["tracemalloc_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
+        out["top"] = [
+            f"{s.size / 2**20:.1f} MiB {s.count} blocks {s.traceback.format()[-1].strip()}"
+            for s in snapshot.statistics("lineno")[:top]
+        ]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--samples", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--metrics", nargs="+", default=["faithfulness", "answer_similarity"])
+    parser.add_argument("--tracemalloc", type=int, default=0, help="list this many top allocations")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--child", nargs=2, metavar=("DATA", "CACHE"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(Path(args.child[0]), args.metrics, Path(args.child[1]), args.tracemalloc)))
+        return 0
+    rows = []
+    for n in args.samples:
+        with tempfile.TemporaryDirectory() as tmp:
+            data = Path(tmp) / f"data-{n}.jsonl"
+            write_dataset(n, data)
+            cmd = [sys.executable, "-m", "benchmarks.memory", "--child", str(data), str(Path(tmp) / "cache"),
+                   "--metrics", *args.metrics, "--tracemalloc", str(args.tracemalloc)]  # fmt: skip
+            done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            row = {"samples": n, **json.loads(done.stdout.strip().splitlines()[-1])}
+        rows.append(row)
+        print(json.dumps(row, indent=1), file=sys.stderr)
+    report = {"machine": machine(), "metrics": args.metrics, "rows": rows}
+    lines = [
+        f"Peak RSS of one evaluate() process ({', '.join(args.metrics)}; rule judge)",
+        "",
+        "| samples | peak RSS (MiB) | RSS before evaluate (MiB) | wall (s) |",
+        "| ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        peak, before = r["peak_rss_mib"], r["rss_before_mib"]
+        lines.append(f"| {r['samples']} | {peak:.0f} | {before:.0f} | {r['wall_s']:.1f} |")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "memory.json").write_text(json.dumps(report, indent=2))
+    (args.out / "memory.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
