@@ -25,7 +25,6 @@ from typing import Any, Protocol
 from ascend_eval.data import Sample
 from ascend_eval.engine.stats import StageStats
 from ascend_eval.metrics.base import MetricResult
-from ascend_eval.report.bootstrap import mean_interval
 from ascend_eval.report.details import clip, details_html
 from ascend_eval.report.svg import histogram_svg
 
@@ -63,6 +62,8 @@ class RunResult(Protocol):
     def aggregates(self) -> list[dict[str, Any]]: ...
 
     def nan_reasons(self, metric: str) -> Counter[str]: ...
+
+    def intervals(self) -> dict[str, tuple[float, float] | None]: ...
 
 
 _STYLE = """
@@ -158,6 +159,7 @@ def _scores_table(result: RunResult, languages: Sequence[str]) -> str:
     head += "".join(f"<th>mean {_e(lang)}</th>" for lang in languages)
     head += '<th class="label">NaN reasons</th>'
     rows = []
+    intervals = result.intervals()  # computed once per run, shared with table() and summary.json
     for a in result.aggregates():
         metric = a["name"]
         per_language = []
@@ -170,7 +172,7 @@ def _scores_table(result: RunResult, languages: Sequence[str]) -> str:
             per_language.append(sum(scores) / len(scores) if scores else None)
         reasons = "<br>".join(f"{_e(r)} &times;{n}" for r, n in result.nan_reasons(metric).most_common())
         nan_class = ' class="nan"' if a["nan_count"] else ""
-        ci = mean_interval([r.score for r in result.results[metric]])  # seeded: the table's and summary's
+        ci = intervals[metric]
         interval = "–" if ci is None else f"{_number(ci[0])} – {_number(ci[1])}"
         rows.append(
             f'<tr><td class="label"><a href="#{anchor(metric)}">{_e(metric)}</a></td><td>{a["count"]}</td>'
