@@ -10,37 +10,33 @@ from __future__ import annotations
 import logging
 import platform
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from ascend_eval.data import Dataset, load_dataset, validate
-from ascend_eval.engine import Backends, Engine, PlanError, RequestCache, RoundStats
+from ascend_eval.engine import Backends, Engine, RequestCache, RoundStats
+from ascend_eval.engine.scheduler import Plan
 from ascend_eval.engine.tracing import TraceArg, run_attributes, tracer_for
 from ascend_eval.examples import builtin_dataset
-from ascend_eval.metrics import Metric, MetricResult, PlanContext, resolve_metrics
+from ascend_eval.metrics import Metric, PlanContext, resolve_metrics
 from ascend_eval.models.base import GenerationParams
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.factory import ModelArg, check, resolve_models
 from ascend_eval.models.lazy import is_loaded, runtime_of
 from ascend_eval.models.spec import Backend
 from ascend_eval.models.weights.paths import cache_root
-from ascend_eval.results import EvaluationResult
-from ascend_eval.text.language import Language, detect_language
+from ascend_eval.results import EvaluationResult, check_output_dir
+from ascend_eval.streaming.sink import Collector, FileSink, MemorySink
+from ascend_eval.streaming.source import SampleStream, check_samples, open_samples
+from ascend_eval.text.language import detect_language
 
 logger = logging.getLogger("ascend_eval")
 
 CACHE_FILE = "requests.sqlite"
 
-
-def _languages(dataset: Dataset, language: str) -> list[Language]:
-    if language == "auto":
-        return [detect_language(s.language_text()) for s in dataset]
-    if language in ("en", "zh"):
-        return [language] * len(dataset)  # type: ignore[list-item]
-    raise ConfigError(f"language={language!r}; valid: 'auto' (per sample), 'en', 'zh'.")
+Executor = Literal["local", "ray"]
 
 
 def _cache(cache_dir: str | Path | Literal[False] | None) -> RequestCache:
@@ -113,6 +109,10 @@ def evaluate(
     on_round: Any = None,
     on_progress: Any = None,
     trace: TraceArg = None,
+    out: str | Path | None = None,
+    executor: Executor = "local",
+    ray_address: str | None = None,
+    num_workers: int | None = None,
 ) -> EvaluationResult:
     """Score a RAG dataset with RAGAS metrics on local (or endpoint) models.
 
@@ -160,9 +160,20 @@ def evaluate(
             (none), True (the run, each stage and each backend call, with counts, tokens and latency but
             no prompt or output text) or "content" (prompts and outputs too, each cut to 4,000
             characters). Default: the ASCEND_EVAL_TRACE environment variable (1 or content), else off.
+        out: a results folder. Each sample is written to `out/samples.jsonl` as soon as all its metrics
+            are scored, the rest of the folder (`results.json`, `scores.csv`, `summary.json`,
+            `report.html`) at the end, and the result is read back lazily from it: memory stays flat
+            however many samples the dataset has (files are read as a stream too). Without it, every
+            score is kept in memory.
+        executor: "local" (this process's streaming engine) or "ray" (a Ray Data pipeline: one engine
+            and one set of models per actor, `docs/ray.md`); the results are the same.
+        ray_address: the Ray cluster for executor="ray" ("auto", "host:port" or "ray://host:port");
+            default: a running local Ray, else a new one in this process.
+        num_workers: Ray actors (default: one per accelerator the cluster has, else 2).
 
     Returns:
-        An `EvaluationResult` with a score or a NaN reason for every (sample, metric).
+        An `EvaluationResult` with a score or a NaN reason for every (sample, metric); with `out`, a
+        `StoredResult` (the same interface) read from that folder.
 
     Raises:
         DataError: the dataset is malformed or lacks a column a metric needs (before any model loads).
@@ -173,16 +184,50 @@ def evaluate(
     t0 = time.perf_counter()
     if isinstance(dataset, str) and (builtin := builtin_dataset(dataset)) is not None:
         dataset = builtin
-    data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, column_map=column_map)
+    stream = open_samples(dataset, column_map=column_map)
     chosen = resolve_metrics(metrics)
-    validate(data, {m.name: m.required for m in chosen})
-    languages = _languages(data, language)
+    count = check_samples(stream, {m.name: m.required for m in chosen})
+    if language not in ("auto", "en", "zh"):
+        raise ConfigError(f"language={language!r}; valid: 'auto' (per sample), 'en', 'zh'.")
     if judge_mode not in ("classify", "generate"):
         raise ConfigError(f"judge_mode={judge_mode!r}; valid: 'classify', 'generate'.")
+    if executor not in ("local", "ray"):
+        raise ConfigError(f"executor={executor!r}; valid: 'local', 'ray'.")
+    folder = None if out is None else check_output_dir(out, inputs=[_path_of(dataset)], what="out")
     tracer = tracer_for(trace)
     roles = set().union(*(m.roles for m in chosen))
     for value, role in ((judge, "judge"), (embedder, "embedder"), (cross_encoder, "reranker")):
         check(value, role)  # type: ignore[arg-type]  # a model of another role, even one not needed
+    names = [m.name for m in chosen]
+    run_facts: dict[str, Any] = {
+        "chosen": chosen,
+        "language": language,
+        "ragas_compat": ragas_compat,
+        "judge_mode": judge_mode,
+        "source": stream.source,
+        "count": count,
+        "memory_budget": memory_budget,
+    }
+    sink: MemorySink | FileSink = MemorySink(names) if folder is None else FileSink(folder, names)
+    if executor == "ray":
+        try:
+            return _on_ray(
+                stream, count, chosen, sink, t0, tracer,
+                evaluate_kwargs={
+                    "judge": judge, "embedder": embedder, "cross_encoder": cross_encoder,
+                    "judge_backend": judge_backend, "embedder_backend": embedder_backend,
+                    "cross_encoder_backend": cross_encoder_backend, "device": device,
+                    "memory_budget": memory_budget, "cache_dir": cache_dir, "language": language,
+                    "ragas_compat": ragas_compat, "judge_mode": judge_mode, "chunk_size": chunk_size,
+                    "dedupe": dedupe,
+                },
+                settings={"address": ray_address, "num_workers": num_workers},
+                provenance_of=lambda models, tags: _provenance(
+                    models, tags, devices={}, cache=cache_dir, executor="ray", **run_facts
+                ),
+            )  # fmt: skip
+        finally:
+            sink.close()
     cache = _cache(cache_dir)
 
     wanted: dict[str, ModelArg] = {"judge": judge, "embedder": embedder, "reranker": cross_encoder}
@@ -219,23 +264,26 @@ def evaluate(
         on_progress=on_progress,
         tracer=tracer,
     )
-    plans = {
-        (i, m.name): m.plan(sample, PlanContext(languages[i], ragas_compat, judge_mode))  # type: ignore[arg-type]
-        for i, sample in enumerate(data)
-        for m in chosen
-    }
+    collector = Collector(names, sink.add)
+
+    def plans() -> Iterator[tuple[tuple[int, str], Plan]]:
+        """Every (sample, metric) plan, made only as the engine starts it: the dataset is read as the
+        run goes and no more than the engine's live plans exist at once."""
+        for i, sample in enumerate(stream):
+            lang = detect_language(sample.language_text()) if language == "auto" else language
+            ctx = PlanContext(lang, ragas_compat, judge_mode)  # type: ignore[arg-type]
+            collector.expect(i, sample, lang)
+            for m in chosen:
+                yield (i, m.name), m.plan(sample, ctx)
+
     devices: dict[str, dict[str, Any]] = {}
     opened = run_attributes(
-        samples=len(data),
-        source=data.source,
-        metrics=[m.name for m in chosen],
-        judge_mode=judge_mode,
-        language=language,
+        samples=count, source=stream.source, metrics=names, judge_mode=judge_mode, language=language
     )
     with tracer.run(opened) as run_span:
         run_span.set_models({role: getattr(b, "model_id", None) for role, b in built.items()})
         try:
-            outcomes = engine.run(plans)
+            engine.run(plans(), total=count * len(chosen), on_outcome=collector.outcome)
         except KeyboardInterrupt:
             if cache.enabled:
                 logger.warning(
@@ -246,51 +294,98 @@ def evaluate(
                 )
             raise
         finally:
+            sink.close()
             cache.close()
             devices = _devices(built)  # before the models are closed
             for backend in owned:
                 close = getattr(backend, "close", None)
                 if close is not None:
                     close()
+        result = sink.finish(
+            rounds=rounds,
+            stages=dict(engine.stages),
+            provenance=_provenance(
+                {role: getattr(b, "model_id", None) for role, b in built.items()},
+                engine.prompt_tags,
+                devices=devices,
+                cache=cache.path,
+                **run_facts,
+            ),
+            wall_seconds=time.perf_counter() - t0,
+        )
+        if tracer.enabled:  # the scores of a stored run are read from disk only when a span wants them
+            run_span.finished({m: result[m] for m in names}, engine.stages)
+    return result
 
-        results: dict[str, list[MetricResult]] = {m.name: [] for m in chosen}
-        for i in range(len(data)):
-            for m in chosen:
-                outcome = outcomes[(i, m.name)]
-                results[m.name].append(
-                    MetricResult.nan(outcome.reason) if isinstance(outcome, PlanError) else outcome
-                )
-        run_span.finished({m: [r.score for r in rs] for m, rs in results.items()}, engine.stages)
 
-    provenance = {
+def _on_ray(
+    stream: SampleStream,
+    count: int,
+    chosen: list[Metric],
+    sink: MemorySink | FileSink,
+    t0: float,
+    tracer: Any,
+    *,
+    evaluate_kwargs: dict[str, Any],
+    settings: dict[str, Any],
+    provenance_of: Any,
+) -> EvaluationResult:
+    """The run on a Ray Data pipeline (`ascend_eval.executors.ray_data`): the actors score batches with
+    their own engines and models, and the scored samples stream back here, in dataset order, into the
+    same sink as a local run's."""
+    from ascend_eval.executors.ray_data import score_on_ray
+
+    run = score_on_ray(
+        stream.origin,
+        roles=stream.roles,
+        count=count,
+        metrics=[m.name for m in chosen],
+        evaluate_kwargs=evaluate_kwargs,
+        address=settings["address"],
+        num_workers=settings["num_workers"],
+    )
+    for scored in run:
+        sink.add(scored)
+    provenance = provenance_of(dict(getattr(run, "models", {}) or {}), set(run.prompt_tags))
+    provenance["workers"] = run.workers
+    return sink.finish(
+        rounds=[], stages=dict(run.stages), provenance=provenance, wall_seconds=time.perf_counter() - t0
+    )
+
+
+def _path_of(dataset: Any) -> str | Path | None:
+    return dataset if isinstance(dataset, (str, Path)) else None
+
+
+def _provenance(
+    models: dict[str, Any],
+    prompt_tags: set[str],
+    *,
+    chosen: list[Metric],
+    language: str,
+    ragas_compat: bool,
+    judge_mode: str,
+    source: str,
+    count: int,
+    devices: dict[str, dict[str, Any]],
+    memory_budget: float | None,
+    cache: Any,
+    executor: str = "local",
+) -> dict[str, Any]:
+    """What a run's result records about how it was made."""
+    return {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "models": {
-            role: getattr(b, "model_id", None)
-            for role, b in (
-                ("judge", backends.judge),
-                ("embedder", backends.embedder),
-                ("reranker", backends.reranker),
-            )
-            if b is not None
-        },
+        "models": {role: models[role] for role in ("judge", "embedder", "reranker") if role in models},
         "metrics": {m.name: m.params for m in chosen},
-        "prompts": sorted(engine.prompt_tags),
+        "prompts": sorted(prompt_tags),
         "language": language,
         "ragas_compat": ragas_compat,
         "judge_mode": judge_mode,
         "decoding": {"temperature": 0.0, "seed": GenerationParams().seed},
-        "dataset": {"source": data.source, "samples": len(data)},
+        "dataset": {"source": source, "samples": count},
         "devices": devices,
         "memory_budget": memory_budget,
-        "cache": str(cache.path) if cache.path else None,
+        "cache": str(cache) if cache else None,
+        "executor": executor,
         "versions": _versions(),
     }
-    return EvaluationResult(
-        samples=list(data),
-        results=results,
-        languages=list(languages),
-        rounds=rounds,
-        stages=dict(engine.stages),
-        provenance=provenance,
-        wall_seconds=time.perf_counter() - t0,
-    )

@@ -3,12 +3,11 @@ provenance, with exports to JSON, CSV, Parquet and pandas."""
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,21 @@ from ascend_eval.engine.stats import RoundStats, StageStats
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.models.errors import BACKEND_ERROR, ConfigError
 from ascend_eval.report.bootstrap import DEFAULT_RESAMPLES, mean_interval
+from ascend_eval.streaming.files import (
+    SAMPLES_FILE,
+    SUMMARY_FILE,
+    SUMMARY_FORMAT,
+    SamplesWriter,
+    iter_rows,
+    sample_row,
+    summary_dict,
+    write_results_json,
+    write_scores_csv,
+    write_summary,
+)
+from ascend_eval.streaming.stored import RowFile, StoredColumn, StoredLanguages, StoredSamples
 
-OUTPUT_FILES = ("results.json", "scores.csv", "summary.json", "report.html")
+OUTPUT_FILES = ("results.json", "samples.jsonl", "scores.csv", "summary.json", "report.html")
 """What `EvaluationResult.save` writes into its folder."""
 
 
@@ -87,18 +99,14 @@ def aggregate(name: str, scores: Sequence[float]) -> dict[str, Any]:
     }
 
 
-def _jsonable(x: float) -> float | None:
-    return None if math.isnan(x) else x
-
-
 @dataclass
 class EvaluationResult:
     """Scores of every metric on every sample, in dataset order."""
 
-    samples: list[Sample]
-    results: dict[str, list[MetricResult]]
+    samples: Sequence[Sample]
+    results: Mapping[str, Sequence[MetricResult]]
     """metric name -> one `MetricResult` per sample."""
-    languages: list[str]
+    languages: Sequence[str]
     rounds: list[RoundStats] = field(default_factory=list)
     stages: dict[str, StageStats] = field(default_factory=dict)
     """Engine stats per stage (a prompt of the judge, an embedder or reranker kind) over the run."""
@@ -187,39 +195,27 @@ class EvaluationResult:
 
     def rows(self, *, details: bool = False) -> list[dict[str, Any]]:
         """One dict per sample: its id, language, inputs and each metric's score and NaN reason."""
-        out = []
+        return list(self._iter_rows(details=details))
+
+    def _iter_rows(self, *, details: bool) -> Iterator[dict[str, Any]]:
         for i, sample in enumerate(self.samples):
-            row: dict[str, Any] = {"id": sample.id, "language": self.languages[i]}
-            row.update(
-                {
-                    "user_input": sample.user_input,
-                    "response": sample.response,
-                    "retrieved_contexts": list(sample.retrieved_contexts)
-                    if sample.retrieved_contexts
-                    else None,
-                    "reference": sample.reference,
-                }
-            )
-            for metric, results in self.results.items():
-                r = results[i]
-                row[metric] = _jsonable(r.score)
-                row[f"{metric}_reason"] = r.reason
-                if details:
-                    row[f"{metric}_details"] = r.details
-            out.append(row)
-        return out
+            results = {metric: column[i] for metric, column in self.results.items()}
+            yield sample_row(sample, self.languages[i], results, details=details)
 
     def to_dict(self, *, details: bool = True) -> dict[str, Any]:
         return {
             "aggregate_scores": self.aggregates(),
             "samples": self.rows(details=details),
             "nan_reasons": {m: dict(self.nan_reasons(m)) for m in self.metrics},
-            "engine": {
-                "wall_seconds": self.wall_seconds,
-                "rounds": [asdict(r) for r in self.rounds],
-                "stages": {label: asdict(stage) for label, stage in self.stages.items()},
-            },
+            "engine": self._engine(),
             "provenance": self.provenance,
+        }
+
+    def _engine(self) -> dict[str, Any]:
+        return {
+            "wall_seconds": self.wall_seconds,
+            "rounds": [asdict(r) for r in self.rounds],
+            "stages": {label: asdict(stage) for label, stage in self.stages.items()},
         }
 
     def to_json(self, path: str | Path, *, details: bool = True) -> Path:
@@ -232,19 +228,7 @@ class EvaluationResult:
     def to_csv(self, path: str | Path) -> Path:
         """Per-sample scores; list columns are written as JSON text. UTF-8 with a BOM so that spreadsheet
         programs show Chinese correctly."""
-        path = Path(path)
-        rows = self.rows()
-        with path.open("w", newline="", encoding="utf-8-sig") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            for row in rows:
-                writer.writerow(
-                    {
-                        k: json.dumps(v, ensure_ascii=False) if isinstance(v, list) else v
-                        for k, v in row.items()
-                    }
-                )
-        return path
+        return write_scores_csv(Path(path), self._iter_rows(details=False))
 
     def to_pandas(self) -> Any:
         try:
@@ -261,31 +245,51 @@ class EvaluationResult:
         return path
 
     def save(self, out_dir: str | Path) -> dict[str, Path]:
-        """Write `results.json` (everything), `scores.csv` (per sample), `summary.json` (aggregates, and under
-        "intervals" each mean's 95% bootstrap interval as [low, high] or null) and `report.html` (the run's
-        page: scores, distributions, lowest samples explained, engine stages).
+        """Write `samples.jsonl` (one line per sample, details included), `results.json` (everything),
+        `scores.csv` (per sample), `summary.json` (aggregates, under "intervals" each mean's 95% interval as
+        [low, high] or null, NaN reasons, engine stats and provenance: all but the samples) and
+        `report.html` (the run's page: scores, distributions, lowest samples explained, engine stages).
+        Written row by row: a run of any size is saved in constant memory.
 
         Raises:
             ConfigError: `out_dir` cannot be a results folder (see `check_output_dir`).
         """
+        out = check_output_dir(out_dir)
+        writer = SamplesWriter(out / SAMPLES_FILE)
+        try:
+            for row in self._iter_rows(details=True):
+                writer.write(row)
+        finally:
+            writer.close()
+        return self.write_folder(out)
+
+    def summary(self) -> dict[str, Any]:
+        """What `summary.json` holds: everything about the run but its samples."""
+        return summary_dict(
+            aggregates=self.aggregates(),
+            intervals=self.intervals(),
+            samples=len(self.samples),
+            languages=Counter(self.languages),
+            nan_reasons={m: self.nan_reasons(m) for m in self.metrics},
+            engine=self._engine(),
+            provenance=self.provenance,
+        )
+
+    def write_folder(self, out: Path) -> dict[str, Path]:
+        """Everything of a results folder but `samples.jsonl`, which must be there already."""
         # Imported here: the report reads a result but must not import this module (no import cycles).
         from ascend_eval.report.run import write_run_report
 
-        out = check_output_dir(out_dir)
-        summary = out / "summary.json"
-        intervals = {
-            "confidence": 0.95,
-            "method": f"percentile bootstrap of the mean over samples, {DEFAULT_RESAMPLES} resamples, seed 0",
-            "scores": {m: None if ci is None else list(ci) for m, ci in self.intervals().items()},
-        }
-        summary.write_text(
-            json.dumps({"aggregate_scores": self.aggregates(), "intervals": intervals}, indent=2),
-            encoding="utf-8",
-        )
+        summary = self.summary()
+        samples = out / SAMPLES_FILE
+        tail = {k: summary[k] for k in ("nan_reasons", "engine", "provenance")}
         paths = {
-            "results": self.to_json(out / "results.json"),
-            "scores": self.to_csv(out / "scores.csv"),
-            "summary": summary,
+            "samples": samples,
+            "results": write_results_json(
+                out / "results.json", samples, {"aggregate_scores": summary["aggregate_scores"]}, tail
+            ),
+            "scores": write_scores_csv(out / "scores.csv", iter_rows(samples)),
+            "summary": write_summary(out / SUMMARY_FILE, summary),
         }
         # Last, so that the data files are on disk whatever happens while the page is drawn.
         paths["report"] = write_run_report(self, out)
@@ -302,6 +306,9 @@ class EvaluationResult:
         """
         given = Path(path).expanduser()
         file = given / "results.json" if given.is_dir() else given
+        stored = StoredResult.open(file.parent)
+        if stored is not None:
+            return stored
         if not file.is_file():
             raise ConfigError(
                 f"{str(path)!r} holds no results.json. Name a folder that `ascend-eval evaluate --out` wrote."
@@ -363,3 +370,79 @@ class EvaluationResult:
     def __repr__(self) -> str:
         means = {a["name"]: None if a["mean"] is None else round(a["mean"], 4) for a in self.aggregates()}
         return f"EvaluationResult({len(self.samples)} samples, {means})"
+
+
+class StoredResult(EvaluationResult):
+    """A saved run read back lazily from its folder: aggregates, intervals, NaN reasons, engine stats and
+    provenance come from `summary.json`; per-sample scores, reasons and languages from one pass over
+    `samples.jsonl` when first asked for; a sample's inputs and details when that sample is asked for.
+    Memory stays a few bytes per sample however large the run.
+    """
+
+    def __init__(self, folder: Path, summary: Mapping[str, Any]) -> None:
+        metrics = list(summary["metrics"])
+        rows = RowFile(folder / SAMPLES_FILE, metrics)
+        engine = summary.get("engine") or {}
+        super().__init__(
+            samples=StoredSamples(rows),
+            results={m: StoredColumn(rows, m) for m in metrics},
+            languages=StoredLanguages(rows),
+            rounds=[RoundStats(**r) for r in engine.get("rounds", [])],
+            stages={label: StageStats(**s) for label, s in (engine.get("stages") or {}).items()},
+            provenance=dict(summary.get("provenance") or {}),
+            wall_seconds=float(engine.get("wall_seconds") or 0.0),
+        )
+        self.folder = folder
+        self._rows = rows
+        self._summary = dict(summary)
+
+    @classmethod
+    def open(cls, folder: Path) -> StoredResult | None:
+        """The run saved in `folder`, or None when it holds no `summary.json` of this format with a
+        `samples.jsonl` beside it (an older folder, read whole by `EvaluationResult.load`)."""
+        file = folder / SUMMARY_FILE
+        if not (file.is_file() and (folder / SAMPLES_FILE).is_file()):
+            return None
+        try:
+            summary = json.loads(file.read_text(encoding="utf-8"))
+        except ValueError:
+            return None
+        if not isinstance(summary, dict) or summary.get("format") != SUMMARY_FORMAT:
+            return None
+        return cls(folder, summary)
+
+    def __getitem__(self, metric: str) -> list[float]:
+        if metric not in self.results:
+            raise ConfigError(f"No scores for {metric!r}; this result has {self.metrics}.")
+        return self._rows.scores(metric)
+
+    def aggregates(self) -> list[dict[str, Any]]:
+        return [dict(a) for a in self._summary["aggregate_scores"]]
+
+    def nan_reasons(self, metric: str) -> Counter[str]:
+        return Counter((self._summary.get("nan_reasons") or {}).get(metric) or {})
+
+    def intervals(
+        self, *, confidence: float = 0.95, seed: int = 0, resamples: int = DEFAULT_RESAMPLES
+    ) -> dict[str, tuple[float, float] | None]:
+        saved = (self._summary.get("intervals") or {}).get("scores")
+        if saved is not None and (confidence, seed, resamples) == (0.95, 0, DEFAULT_RESAMPLES):
+            return {m: None if saved.get(m) is None else tuple(saved[m]) for m in self.metrics}
+        return super().intervals(confidence=confidence, seed=seed, resamples=resamples)
+
+    def summary(self) -> dict[str, Any]:
+        return dict(self._summary)
+
+    def save(self, out_dir: str | Path) -> dict[str, Path]:
+        """Copy the run into another folder (or rewrite its own files but `samples.jsonl`)."""
+        out = check_output_dir(out_dir)
+        target = out / SAMPLES_FILE
+        if target.resolve() != self._rows.path.resolve():
+            import shutil
+
+            shutil.copyfile(self._rows.path, target)
+        return self.write_folder(out)
+
+    def __repr__(self) -> str:
+        means = {a["name"]: None if a["mean"] is None else round(a["mean"], 4) for a in self.aggregates()}
+        return f"StoredResult({len(self.samples)} samples, {means}, folder={str(self.folder)!r})"

@@ -72,7 +72,7 @@ def test_table_and_save(result, tmp_path):
     # faithfulness has two scores (1.0 and 0.5): every resample's mean is 0.5, 0.75 or 1.0
     assert "95% CI" in table.splitlines()[0] and "[0.5000, 1.0000]" in table
     paths = result.save(tmp_path / "out")
-    names = ["report.html", "results.json", "scores.csv", "summary.json"]
+    names = ["report.html", "results.json", "samples.jsonl", "scores.csv", "summary.json"]
     assert sorted(p.name for p in paths.values()) == names
     assert "问题一？" in paths["report"].read_text(encoding="utf-8")
     summary = json.loads(paths["summary"].read_text(encoding="utf-8"))

@@ -40,6 +40,8 @@ KINDS: dict[str, tuple[type, ...]] = {
     "device": (str,),
     "memory_budget": (float,),
     "out": (str,),
+    "ray_address": (str,),
+    "num_workers": (int,),
 }
 """Value types of keys whose default (None) does not tell them."""
 
@@ -347,6 +349,10 @@ def effective_config(args: argparse.Namespace) -> dict[str, Any]:
         "column_map": parse_column_map(getattr(args, "column_map", None)),
         "cache_dir": False if getattr(args, "no_cache", None) else getattr(args, "cache_dir", None),
     }
+    ray = getattr(args, "ray", None)
+    if ray is not None:  # --ray [ADDRESS]: the Ray executor, on that cluster or a local one
+        flags["executor"] = "ray"
+        flags["ray_address"] = ray or None
     for key in defaults:
         if key not in flags and key not in MODEL_KEYS:
             flags[key] = getattr(args, key, None)

@@ -59,12 +59,11 @@ def _evaluate(args: argparse.Namespace) -> int:
             last[0] = snapshot.elapsed
             print(f"progress: {snapshot.line()}", file=sys.stderr, flush=True)
 
-    result = evaluate(**kwargs, progress=not quiet, on_round=show, on_progress=progress_line)
-    paths = result.save(out)
+    result = evaluate(**kwargs, out=out, progress=not quiet, on_round=show, on_progress=progress_line)
     print(result.table())
     print(
         f"\n{len(result.samples)} samples in {result.wall_seconds:.1f}s; per-sample results: "
-        f"{paths['results']} and {paths['scores']}; to read them: {paths['report']}"
+        f"{out / 'results.json'} and {out / 'scores.csv'}; to read them: {out / 'report.html'}"
     )
     for metric in result.metrics:
         reasons = result.nan_reasons(metric)
@@ -206,8 +205,22 @@ def _add_evaluate(sub: Any) -> None:
     )
     ev.add_argument(
         "--out",
-        help="folder for results.json, scores.csv, summary.json, report.html and config.yaml "
-        "(required; or in --config)",
+        help="folder for samples.jsonl (written as samples are scored), results.json, scores.csv, "
+        "summary.json, report.html and config.yaml (required; or in --config)",
+    )
+    ev.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="run on Ray Data, one engine and one set of models per actor (docs/ray.md): on the cluster at "
+        "ADDRESS ('auto', host:port, ray://host:port), else a running local Ray or a new one",
+    )
+    ev.add_argument(
+        "--num-workers",
+        type=int,
+        metavar="N",
+        help="Ray actors (default: one per GPU/NPU of the cluster, else 2)",
     )
     ev.add_argument(
         "--max-backend-errors",

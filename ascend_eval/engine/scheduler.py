@@ -14,7 +14,7 @@ import logging
 import queue
 import time
 from collections import OrderedDict, defaultdict, deque
-from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,19 +118,41 @@ class Engine:
         self.prompt_tags: set[str] = set()
         """Every prompt `name@version` the plans used (cached or not), for provenance."""
 
-    def run(self, plans: Mapping[PlanId, Plan]) -> dict[PlanId, Any]:
-        """Advance every plan until it returns. Returns each plan's return value, or a `PlanError`."""
+    def run(
+        self,
+        plans: Mapping[PlanId, Plan] | Iterable[tuple[PlanId, Plan]],
+        *,
+        total: int | None = None,
+        on_outcome: Callable[[PlanId, Any], None] | None = None,
+    ) -> dict[PlanId, Any]:
+        """Advance every plan until it returns.
+
+        Args:
+            plans: plan id -> plan, or an iterable of (id, plan) pairs that is consumed only as plans
+                start (at most `max_live_plans` are alive at once), so a generator over a dataset read
+                as a stream never holds more than that many plans.
+            total: how many plans an iterable yields (for progress; a mapping knows its length).
+            on_outcome: called with (id, outcome) as each plan finishes; with it, outcomes are handed
+                over and not kept, and the returned dict is empty.
+
+        Returns:
+            Each plan's return value, or a `PlanError`, by id (empty when `on_outcome` is given).
+        """
         from tqdm.auto import tqdm
 
+        if isinstance(plans, Mapping):
+            total, items = len(plans), iter(plans.items())
+        else:
+            items = iter(plans)
         # disable=None lets tqdm switch itself off when stderr is not a terminal (logs, CI, pipes).
         bar = tqdm(
-            total=len(plans),
+            total=total,
             desc="evaluating",
             unit="score",
             disable=None if self.progress else True,
             leave=False,
         )
-        run = _Run(self, plans, bar)
+        run = _Run(self, items, total, on_outcome, bar)
         try:
             run.go()
         finally:
@@ -202,11 +224,22 @@ class _Run:
     it through one completion queue.
     """
 
-    def __init__(self, engine: Engine, plans: Mapping[PlanId, Plan], bar: Any) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        plans: Iterator[tuple[PlanId, Plan]],
+        total: int | None,
+        on_outcome: Callable[[PlanId, Any], None] | None,
+        bar: Any,
+    ) -> None:
         self.engine = engine
-        self.plans = plans
+        self.total = total
+        self.on_outcome = on_outcome
         self.bar = bar
         self.outcomes: dict[PlanId, Any] = {}
+        self.finished = 0
+        self.exhausted = False
+        """Every plan has been taken from `pending`."""
         self.live: dict[PlanId, _Live] = {}
         self.slots: dict[str, _Slot] = {}
         self.memo: OrderedDict[str, Result] = OrderedDict()
@@ -214,7 +247,7 @@ class _Run:
         self.lookups: list[str] = []
         self.lanes: dict[int, Lane] = {}
         self.done_queue: queue.Queue[Done] = queue.Queue()
-        self.pending = iter(plans.items())
+        self.pending = plans
         self.admitted = 0
         self.at_step: dict[int, int] = defaultdict(int)
         self.round_stats: dict[int, RoundStats] = {}
@@ -276,6 +309,7 @@ class _Run:
         while len(self.live) < self.engine.max_live_plans:
             item = next(self.pending, None)
             if item is None:
+                self.exhausted = True
                 return
             pid, plan = item
             live = _Live(plan, self.admitted)
@@ -454,7 +488,11 @@ class _Run:
 
     def _finish(self, pid: PlanId, outcome: Any) -> None:
         self.live.pop(pid, None)
-        self.outcomes[pid] = outcome
+        self.finished += 1
+        if self.on_outcome is None:
+            self.outcomes[pid] = outcome
+        else:
+            self.on_outcome(pid, outcome)
         self.bar.update(1)
 
     # Stats and progress
@@ -481,7 +519,7 @@ class _Run:
         while self.closed < len(self.round_stats):
             step = self.closed + 1
             if not final and (
-                self.admitted < len(self.plans) or any(self.at_step[s] > 0 for s in range(1, step + 1))
+                not self.exhausted or any(self.at_step[s] > 0 for s in range(1, step + 1))
             ):
                 return
             self.closed = step
@@ -498,8 +536,8 @@ class _Run:
         self.last_progress = now
         in_flight = sum(lane.in_flight for lane in self.lanes.values())
         snapshot = Progress(
-            scores_done=len(self.outcomes),
-            scores_total=len(self.plans),
+            scores_done=self.finished,
+            scores_total=self.total if self.total is not None else self.admitted,
             requests_answered=self.answered,
             requests_sent=self.sent,
             in_flight=in_flight,
@@ -512,5 +550,7 @@ class _Run:
             self.engine.on_progress(snapshot)
 
 
-_MEMO_SIZE = 65536
-"""Answers kept in memory for identical requests later in the same run (the cache keeps them all)."""
+_MEMO_SIZE = 4096
+"""Answers kept in memory for identical requests later in the same run (the cache keeps them all). Plans
+start in dataset order, so repeats come close together: a small window catches them and keeps memory flat
+(an embedding answer alone is kilobytes)."""

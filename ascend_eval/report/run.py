@@ -11,12 +11,14 @@ has no cycles (tests/test_import_graph.py). It reads a result through the `RunRe
 
 from __future__ import annotations
 
+import heapq
 import html
+import itertools
 import json
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -52,12 +54,17 @@ SECTIONS = ("Scores", "Score distributions", "Lowest-scoring samples", "Engine s
 class RunResult(Protocol):
     """What the report reads of a run (`ascend_eval.results.EvaluationResult` has all of it)."""
 
-    samples: list[Sample]
-    results: dict[str, list[MetricResult]]
-    languages: list[str]
+    samples: Sequence[Sample]
+    results: Mapping[str, Sequence[MetricResult]]
+    languages: Sequence[str]
     stages: dict[str, StageStats]
     provenance: dict[str, Any]
     wall_seconds: float
+
+    def __getitem__(self, metric: str) -> list[float]:
+        """Per-sample scores of one metric, NaN where unscored (cheap on a stored run, unlike iterating
+        `results[metric]`, which reads each sample's details)."""
+        ...
 
     def aggregates(self) -> list[dict[str, Any]]: ...
 
@@ -120,15 +127,15 @@ def language_order(languages: Sequence[str]) -> list[str]:
     return known + [x for x, _ in counts.most_common() if x not in known]
 
 
-def lowest_samples(results: Sequence[MetricResult], n: int = LOWEST) -> tuple[list[int], list[int]]:
+def lowest_samples(scores: Sequence[float], n: int = LOWEST) -> tuple[list[int], list[int]]:
     """Indices of the `n` lowest scores (lowest first, ties in dataset order) and of the first `n` NaNs.
 
-    >>> lowest_samples([MetricResult(0.9), MetricResult(0.1), MetricResult.nan("x"), MetricResult(0.5)], 2)
+    >>> lowest_samples([0.9, 0.1, float("nan"), 0.5], 2)
     ([1, 3], [2])
     """
-    scored = sorted((r.score, i) for i, r in enumerate(results) if r.ok)
-    nans = [i for i, r in enumerate(results) if not r.ok]
-    return [i for _, i in scored[:n]], nans[:n]
+    scored = heapq.nsmallest(n, ((s, i) for i, s in enumerate(scores) if not math.isnan(s)))
+    nans = list(itertools.islice((i for i, s in enumerate(scores) if math.isnan(s)), n))
+    return [i for _, i in scored], nans
 
 
 def _header(result: RunResult) -> str:
@@ -162,14 +169,12 @@ def _scores_table(result: RunResult, languages: Sequence[str]) -> str:
     intervals = result.intervals()  # computed once per run, shared with table() and summary.json
     for a in result.aggregates():
         metric = a["name"]
-        per_language = []
-        for lang in languages:
-            scores = [
-                r.score
-                for r, sample_lang in zip(result.results[metric], result.languages, strict=True)
-                if sample_lang == lang and r.ok
-            ]
-            per_language.append(sum(scores) / len(scores) if scores else None)
+        sums: dict[str, list[float]] = {lang: [0, 0.0] for lang in languages}
+        for score, sample_lang in zip(result[metric], result.languages, strict=True):
+            if not math.isnan(score) and sample_lang in sums:
+                sums[sample_lang][0] += 1
+                sums[sample_lang][1] += score
+        per_language = [total / n if n else None for n, total in sums.values()]
         reasons = "<br>".join(f"{_e(r)} &times;{n}" for r, n in result.nan_reasons(metric).most_common())
         nan_class = ' class="nan"' if a["nan_count"] else ""
         ci = intervals[metric]
@@ -187,12 +192,11 @@ def _scores_table(result: RunResult, languages: Sequence[str]) -> str:
 
 def _distributions(result: RunResult, languages: Sequence[str]) -> str:
     figures = []
-    for metric, results in result.results.items():
-        by_language = {
-            lang: [r.score for r, x in zip(results, result.languages, strict=True) if x == lang]
-            for lang in languages
-        }
-        nan = sum(not r.ok for r in results)
+    for metric in result.results:
+        scores = result[metric]
+        pairs = list(zip(scores, result.languages, strict=True))
+        by_language = {lang: [s for s, x in pairs if x == lang] for lang in languages}
+        nan = sum(math.isnan(s) for s in scores)
         caption = "; ".join(
             f"{lang}: {sum(not math.isnan(s) for s in scores)} scored" for lang, scores in by_language.items()
         )
@@ -237,8 +241,8 @@ def _sample_card(result: RunResult, metric: str, index: int) -> str:
 
 def _lowest(result: RunResult) -> str:
     parts = []
-    for metric, results in result.results.items():
-        low, nans = lowest_samples(results)
+    for metric in result.results:
+        low, nans = lowest_samples(result[metric])
         cards = "".join(_sample_card(result, metric, i) for i in low)
         if nans:
             cards += f'<p class="key">not scored (NaN), first {len(nans)}:</p>'

@@ -129,7 +129,7 @@ def test_the_aggregate_table_counts_nan_with_its_reason(page: str) -> None:
 
 
 def test_the_lowest_samples_are_the_lowest(page: str) -> None:
-    assert lowest_samples(hand_built().results["faithfulness"]) == ([3, 1, 4], [5])
+    assert lowest_samples(hand_built()["faithfulness"]) == ([3, 1, 4], [5])
     block = section(page, "faithfulness")
     shown = re.findall(r"sample <b>([^<]+)</b>", block)
     assert shown == ["zh-3", "en-1", "zh-4", "zh-5"]  # the three lowest, lowest first, then the NaN one
