@@ -2,10 +2,12 @@
 
 Writes N synthetic bilingual samples (`benchmarks.datagen`, each made unique by its index) as JSONL, runs
 `evaluate()` on them in a fresh subprocess per N against a rule-based in-process judge and embedder (no
-model), with a temporary request cache, and reports each child's peak RSS (VmHWM) and wall time as
+model), with a temporary request cache and results folder (`out=`, the streamed path; `--in-memory` keeps
+every result in memory instead), and reports each child's peak RSS (VmHWM) and wall time as
 `memory.json` and `memory.md` under `--out`.
 
-    python -m benchmarks.memory --samples 1000 10000
+    python -m benchmarks.memory --samples 1000 10000 100000          # streamed into a results folder
+    python -m benchmarks.memory --samples 1000 10000 --in-memory     # results kept in memory
     python -m benchmarks.memory --samples 10000 --tracemalloc 15     # also the top allocations
 """
 
@@ -59,7 +61,7 @@ def _peak_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def child(data: Path, metrics: list[str], cache: Path, top: int) -> dict:
+def child(data: Path, metrics: list[str], cache: Path, top: int, stream: bool = True) -> dict:
     import ascend_eval
 
     if top:
@@ -70,13 +72,15 @@ def child(data: Path, metrics: list[str], cache: Path, top: int) -> dict:
     before = _peak_kib()
     t0 = time.perf_counter()
     result = ascend_eval.evaluate(
-        str(data), metrics, judge=judge, embedder=embedder, cache_dir=cache, progress=False, language="auto"
-    )
+        str(data), metrics, judge=judge, embedder=embedder, cache_dir=cache, progress=False, language="auto",
+        out=cache.parent / "out" if stream else None,
+    )  # fmt: skip
     out = {
         "wall_s": time.perf_counter() - t0,
         "peak_rss_mib": _peak_kib() / 1024,
         "rss_before_mib": before / 1024,
         "scores": {m: len(r) for m, r in result.results.items()},
+        "means": {a["name"]: a["mean"] for a in result.aggregates()},
     }
     if top:
         snapshot = tracemalloc.take_snapshot()
@@ -95,11 +99,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--metrics", nargs="+", default=["faithfulness", "answer_similarity"])
     parser.add_argument("--tracemalloc", type=int, default=0, help="list this many top allocations")
+    parser.add_argument(
+        "--in-memory",
+        action="store_true",
+        help="keep the results in memory (no results folder), as a run without `out` does",
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--child", nargs=2, metavar=("DATA", "CACHE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(Path(args.child[0]), args.metrics, Path(args.child[1]), args.tracemalloc)))
+        data, cache = Path(args.child[0]), Path(args.child[1])
+        print(json.dumps(child(data, args.metrics, cache, args.tracemalloc, not args.in_memory)))
         return 0
     rows = []
     for n in args.samples:
@@ -108,13 +118,15 @@ def main(argv: list[str] | None = None) -> int:
             write_dataset(n, data)
             cmd = [sys.executable, "-m", "benchmarks.memory", "--child", str(data), str(Path(tmp) / "cache"),
                    "--metrics", *args.metrics, "--tracemalloc", str(args.tracemalloc)]  # fmt: skip
+            cmd += ["--in-memory"] if args.in_memory else []
             done = subprocess.run(cmd, capture_output=True, text=True, check=True)
             row = {"samples": n, **json.loads(done.stdout.strip().splitlines()[-1])}
         rows.append(row)
         print(json.dumps(row, indent=1), file=sys.stderr)
-    report = {"machine": machine(), "metrics": args.metrics, "rows": rows}
+    mode = "results kept in memory" if args.in_memory else "streamed into a results folder (out=)"
+    report = {"machine": machine(), "metrics": args.metrics, "mode": mode, "rows": rows}
     lines = [
-        f"Peak RSS of one evaluate() process ({', '.join(args.metrics)}; rule judge)",
+        f"Peak RSS of one evaluate() process ({', '.join(args.metrics)}; rule judge; {mode})",
         "",
         "| samples | peak RSS (MiB) | RSS before evaluate (MiB) | wall (s) |",
         "| ---: | ---: | ---: | ---: |",

