@@ -100,8 +100,11 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
     models = ModelFactory(secrets)
     try:
         # Built (endpoints checked, secrets resolved) before any model loads: local ones load on first use.
-        judge = models.judge(params.judge_llm) if params.judge_llm else None
-        embedder = models.embedder(params.judge_embeddings.model) if params.judge_embeddings else None
+        # On Ray each actor builds its own models from the specs.
+        judge_of: Any = models.judge_spec if spec.executor.type == "ray" else models.judge
+        embedder_of: Any = models.embedder_spec if spec.executor.type == "ray" else models.embedder
+        judge = judge_of(params.judge_llm) if params.judge_llm else None
+        embedder = embedder_of(params.judge_embeddings.model) if params.judge_embeddings else None
         if fill:
             dataset = _run_pipeline(spec, dataset, data.corpus, models, cache_dir, report)
         total = len(dataset) * len(metrics)
@@ -116,6 +119,9 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
             progress=False,
             on_round=on_round,
             on_progress=on_progress,
+            executor=spec.executor.type,
+            ray_address=spec.executor.address,
+            num_workers=spec.executor.num_workers,
         )
     finally:
         models.close()

@@ -40,8 +40,12 @@ class ModelFactory:
 
     def judge(self, settings: JudgeLLM) -> Judge:
         """The judge LLM, with the spec's timeouts, retries, parallelism and inference params."""
+        return self._get(self.judge_spec(settings))  # type: ignore[no-any-return]
+
+    def judge_spec(self, settings: JudgeLLM) -> ModelSpec:
+        """The judge's `ModelSpec`, unbuilt: what a Ray job hands its actors, which build it themselves."""
         params = settings.inference_params.model_dump() if settings.inference_params else {}
-        spec = self.spec(
+        return self.spec(
             settings.model,
             "judge",
             request_timeout=settings.request_timeout,
@@ -49,14 +53,16 @@ class ModelFactory:
             parallelism=settings.parallelism,
             **params,
         )
-        return self._get(spec)  # type: ignore[no-any-return]
+
+    def embedder_spec(self, ref: RetrieverModel) -> ModelSpec:
+        return self.spec(ref, "embedder", send_input_type=ref.format == "nim")
 
     def generator(self, ref: ModelRef) -> Judge:
         """The RAG model that writes answers."""
         return self._get(self.spec(ref, "judge"))  # type: ignore[no-any-return]
 
     def embedder(self, ref: RetrieverModel) -> Embedder:
-        return self._get(self.spec(ref, "embedder", send_input_type=ref.format == "nim"))  # type: ignore[no-any-return]
+        return self._get(self.embedder_spec(ref))  # type: ignore[no-any-return]
 
     def reranker(self, ref: RetrieverModel) -> Reranker:
         return self._get(self.spec(ref, "reranker"))  # type: ignore[no-any-return]

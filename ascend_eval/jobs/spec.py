@@ -153,6 +153,18 @@ class MetricParams(_Strict):
     judge_embeddings: JudgeEmbeddings | None = None
 
 
+class ExecutorSpec(_Strict):
+    """Where the job's scores are computed: this process ("local") or a Ray cluster ("ray",
+    docs/ray.md), with the same results either way. Not a NeMo field; NeMo's specs leave it out."""
+
+    type: Literal["local", "ray"] = "local"
+    address: str | None = None
+    """The Ray cluster ("auto", "host:port", "ray://host:port"); default: a running local Ray, else a
+    new one in the job's process."""
+    num_workers: int | None = Field(default=None, ge=1)
+    """Ray actors, each with its own engine and models (default: one per GPU/NPU, else 2)."""
+
+
 class JobSpec(_Strict):
     """One metric job. See docs/jobs.md for every field."""
 
@@ -163,6 +175,7 @@ class JobSpec(_Strict):
     retriever_pipeline: RetrieverPipeline | None = None
     dataset: str | DatasetSpec
     metric_params: MetricParams = MetricParams()
+    executor: ExecutorSpec = ExecutorSpec()
 
     @field_validator("metric")
     @classmethod
