@@ -224,16 +224,22 @@ def check_unique_ids(samples: Sequence[Sample], description: str) -> None:
         positions.setdefault(sample.id, []).append(index)
     repeated = {sample_id: where for sample_id, where in positions.items() if len(where) > 1}
     if repeated:
-        shown = ", ".join(
-            f"{sample_id!r} (samples {', '.join(map(str, where))})"
-            for sample_id, where in list(repeated.items())[:5]
-        )
-        more = f" and {len(repeated) - 5} more" if len(repeated) > 5 else ""
-        raise DataError(
-            f"Sample ids must be unique, but in the {description} {len(repeated)} id(s) repeat: "
-            f"{shown}{more}. "
-            "Fix the id column, or drop it to number the samples by position."
-        )
+        raise repeated_ids_error(repeated, description)
+
+
+def repeated_ids_error(repeated: Mapping[str, Sequence[int]], description: str) -> DataError:
+    """The error for ids that more than one sample has: id -> every position it is at (at least two),
+    in the order the ids first occur."""
+    shown = ", ".join(
+        f"{sample_id!r} (samples {', '.join(map(str, where))})"
+        for sample_id, where in list(repeated.items())[:5]
+    )
+    more = f" and {len(repeated) - 5} more" if len(repeated) > 5 else ""
+    return DataError(
+        f"Sample ids must be unique, but in the {description} {len(repeated)} id(s) repeat: "
+        f"{shown}{more}. "
+        "Fix the id column, or drop it to number the samples by position."
+    )
 
 
 # --------------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ pandas and datasets are recognised by their type names (`is_type`), so neither i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ascend_eval.data.cells import preview
@@ -23,18 +23,41 @@ def is_type(obj: Any, package: str, *names: str) -> bool:
     return any(cls.__module__.split(".")[0] == package and cls.__name__ in names for cls in type(obj).__mro__)
 
 
+DATAFRAME_DESCRIPTION = "pandas DataFrame"
+"""How messages name a DataFrame source (`Dataset.source`)."""
+
+
 def read_dataframe(frame: Any) -> tuple[list[str], list[Row], str]:
     """A pandas DataFrame's columns and rows (cells as pandas gives them; `cells` converts them)."""
+    columns = dataframe_columns(frame)
+    return columns, list(dataframe_rows(frame, columns)), DATAFRAME_DESCRIPTION
+
+
+def dataframe_columns(frame: Any) -> list[str]:
+    """A pandas DataFrame's column names, as text; a name given twice is a `DataError`."""
     columns = [str(name) for name in frame.columns]
     repeated = sorted({name for name in columns if columns.count(name) > 1})
     if repeated:
         raise DataError(f"The DataFrame repeats column(s) {repeated}. Rename them so each is unique.")
-    rows = [dict(zip(columns, values, strict=True)) for values in frame.itertuples(index=False, name=None)]
-    return columns, rows, "pandas DataFrame"
+    return columns
+
+
+def dataframe_rows(frame: Any, columns: list[str]) -> Iterator[Row]:
+    """A pandas DataFrame's rows, one at a time, keyed by `dataframe_columns(frame)`."""
+    for values in frame.itertuples(index=False, name=None):
+        yield dict(zip(columns, values, strict=True))
 
 
 def read_dataset_dict(splits: Any) -> tuple[list[str], list[Row], str]:
     """The only split of a Hugging Face `DatasetDict`; several splits are a `DataError` naming them."""
+    name, split = only_split(splits)
+    rows = rows_from_items(split, f"split {name!r}")
+    columns = [str(n) for n in (getattr(split, "column_names", None) or union_keys(rows))]
+    return columns, rows, f"datasets.{type(splits).__name__} split {name!r}"
+
+
+def only_split(splits: Any) -> tuple[str, Any]:
+    """A Hugging Face `DatasetDict`'s one split and its name; several splits are a `DataError` naming them."""
     names = list(splits.keys())
     if len(names) != 1:
         example = f"load_dataset(ds[{names[0]!r}])" if names else "load_dataset(ds['test'])"
@@ -42,10 +65,7 @@ def read_dataset_dict(splits: Any) -> tuple[list[str], list[Row], str]:
             f"The DatasetDict has {len(names)} splits {names}; load_dataset reads one. Pass the split to "
             f"evaluate, e.g. {example}."
         )
-    split = splits[names[0]]
-    rows = rows_from_items(split, f"split {names[0]!r}")
-    columns = [str(n) for n in (getattr(split, "column_names", None) or union_keys(rows))]
-    return columns, rows, f"datasets.{type(splits).__name__} split {names[0]!r}"
+    return names[0], splits[names[0]]
 
 
 def read_mapping(data: Mapping[Any, Any], description: str) -> tuple[list[str], list[Row], str]:
@@ -102,24 +122,26 @@ def _as_list(value: Any) -> list[Any] | None:
 
 def rows_from_items(items: Iterable[Any], description: str) -> list[Row]:
     """One row dict per item: a mapping, a `Sample`, or an object with `to_dict()` / `model_dump()`."""
-    rows: list[Row] = []
-    for index, item in enumerate(items):
-        if isinstance(item, Sample):
-            rows.append(item.to_row())
-        elif isinstance(item, Mapping):
-            rows.append({str(key): value for key, value in item.items()})
-        elif callable(getattr(item, "to_dict", None)):
-            rows.append(_converted_row(index, item, "to_dict()", item.to_dict, description))
-        elif callable(getattr(item, "model_dump", None)):
-            dump = lambda item=item: item.model_dump(exclude_none=True)  # noqa: E731
-            rows.append(_converted_row(index, item, "model_dump()", dump, description))
-        else:
-            raise DataError(
-                f"Row {index} of the {description} is a {type(item).__name__} ({preview(item)}), "
-                "not a dict. "
-                'Each row must map column names to values, e.g. {"question": "...", "answer": "..."}.'
-            )
-    return rows
+    return [row_from_item(index, item, description) for index, item in enumerate(items)]
+
+
+def row_from_item(index: int, item: Any, description: str) -> Row:
+    """Item `index` of a source as a row dict: a mapping, a `Sample`, or an object with `to_dict()` /
+    `model_dump()`; anything else is a `DataError` naming the row and the `description`."""
+    if isinstance(item, Sample):
+        return item.to_row()
+    if isinstance(item, Mapping):
+        return {str(key): value for key, value in item.items()}
+    if callable(getattr(item, "to_dict", None)):
+        return _converted_row(index, item, "to_dict()", item.to_dict, description)
+    if callable(getattr(item, "model_dump", None)):
+        dump = lambda item=item: item.model_dump(exclude_none=True)  # noqa: E731
+        return _converted_row(index, item, "model_dump()", dump, description)
+    raise DataError(
+        f"Row {index} of the {description} is a {type(item).__name__} ({preview(item)}), "
+        "not a dict. "
+        'Each row must map column names to values, e.g. {"question": "...", "answer": "..."}.'
+    )
 
 
 def _converted_row(index: int, item: Any, method: str, convert: Any, description: str) -> Row:
