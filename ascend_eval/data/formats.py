@@ -5,12 +5,14 @@ Only the Parquet reader imports pyarrow (an optional dependency); JSON and CSV u
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from ascend_eval.data.objects import Row, read_mapping, rows_from_items, union_keys
 from ascend_eval.models.errors import DataError, MissingDependencyError
@@ -34,47 +36,20 @@ def read_file(path: Path) -> tuple[list[str], list[Row], str]:
         DataError: the file is missing, a directory, not UTF-8, malformed, or of another extension.
         MissingDependencyError: a Parquet file without pyarrow.
     """
-    description = f"file '{path}'"
-    try:
-        exists, is_dir = path.exists(), path.is_dir()
-    except (OSError, ValueError) as exc:  # a NUL byte in the name, a name too long for the system
-        raise DataError(
-            f"Cannot use {str(path)!r} as a dataset path: {str(exc).rstrip('.')}. Check the path."
-        ) from None
-    if not exists:
-        raise DataError(
-            f"Dataset file '{path}' does not exist (resolved to '{path.absolute()}'). Check the path. "
-            "load_dataset reads local files only; for a Hugging Face Hub dataset, load it with "
-            "datasets.load_dataset(...) and pass the result."
-        )
-    if is_dir:
-        raise DataError(
-            f"'{path}' is a directory. Pass one dataset file ({', '.join(SUPPORTED_EXTENSIONS)})."
-        )
-    extension = path.suffix.lower()
+    description = describe_file(path)
+    extension = file_extension(path)
     if extension == ".parquet":
         columns, rows = _read_parquet(path)
         return columns, rows, description
-    if extension not in SUPPORTED_EXTENSIONS:
-        raise DataError(
-            f"Cannot read '{path}': unsupported extension {extension or '(none)'!r}. Supported extensions: "
-            f"{list(SUPPORTED_EXTENSIONS)}. Convert the file to one of them, or load it yourself and pass "
-            "the rows."
-        )
     try:
         if extension == ".csv":
             columns, rows = _read_csv(path)
             return columns, rows, description
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise DataError(
-            f"'{path}' is not UTF-8 text (bad byte at offset {exc.start}). Re-save it as UTF-8, e.g. "
-            f"`iconv -f GBK -t UTF-8 '{path}' > out{extension}`."
-        ) from exc
+        raise _not_utf8(path, extension, exc.start) from exc
     except OSError as exc:
-        raise DataError(
-            f"Cannot read '{path}': {exc.strerror or exc}. Check the file's permissions."
-        ) from exc
+        raise _unreadable(path, exc) from exc
     if extension == ".jsonl":
         rows = _parse_jsonl(text, path)
         return union_keys(rows), rows, description
@@ -99,27 +74,78 @@ def read_file(path: Path) -> tuple[list[str], list[Row], str]:
     )
 
 
+def describe_file(path: Path) -> str:
+    """How messages name a dataset file (`Dataset.source`)."""
+    return f"file '{path}'"
+
+
+def file_extension(path: Path) -> str:
+    """The lower-case extension of a dataset file that exists and that `read_file` reads.
+
+    Raises:
+        DataError: the path is unusable, missing or a directory, or the extension is not supported.
+    """
+    try:
+        exists, is_dir = path.exists(), path.is_dir()
+    except (OSError, ValueError) as exc:  # a NUL byte in the name, a name too long for the system
+        raise DataError(
+            f"Cannot use {str(path)!r} as a dataset path: {str(exc).rstrip('.')}. Check the path."
+        ) from None
+    if not exists:
+        raise DataError(
+            f"Dataset file '{path}' does not exist (resolved to '{path.absolute()}'). Check the path. "
+            "load_dataset reads local files only; for a Hugging Face Hub dataset, load it with "
+            "datasets.load_dataset(...) and pass the result."
+        )
+    if is_dir:
+        raise DataError(
+            f"'{path}' is a directory. Pass one dataset file ({', '.join(SUPPORTED_EXTENSIONS)})."
+        )
+    extension = path.suffix.lower()
+    if extension not in SUPPORTED_EXTENSIONS:
+        raise DataError(
+            f"Cannot read '{path}': unsupported extension {extension or '(none)'!r}. Supported extensions: "
+            f"{list(SUPPORTED_EXTENSIONS)}. Convert the file to one of them, or load it yourself and pass "
+            "the rows."
+        )
+    return extension
+
+
+def _not_utf8(path: Path, extension: str, offset: int) -> DataError:
+    return DataError(
+        f"'{path}' is not UTF-8 text (bad byte at offset {offset}). Re-save it as UTF-8, e.g. "
+        f"`iconv -f GBK -t UTF-8 '{path}' > out{extension}`."
+    )
+
+
+def _unreadable(path: Path, exc: OSError) -> DataError:
+    return DataError(f"Cannot read '{path}': {exc.strerror or exc}. Check the file's permissions.")
+
+
 def _parse_jsonl(text: str, path: Path) -> list[Row]:
     rows: list[Row] = []
     for line_number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(
-                f"'{path}', line {line_number}: not valid JSON ({exc.msg}, column {exc.colno}). Each line of "
-                "a .jsonl file must be one JSON object; if the file is one JSON document, name it .json."
-            ) from exc
-        except (RecursionError, ValueError) as exc:
-            raise DataError(f"'{path}', line {line_number}: {_json_problem(exc)}") from None
-        if not isinstance(row, dict):
-            raise DataError(
-                f"'{path}', line {line_number}: a JSON {type(row).__name__}, not an object. Each line must "
-                'be one row, e.g. {"question": "...", "answer": "..."}.'
-            )
-        rows.append(row)
+        if line.strip():
+            rows.append(_jsonl_row(line, line_number, path))
     return rows
+
+
+def _jsonl_row(line: str, line_number: int, path: Path) -> Row:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"'{path}', line {line_number}: not valid JSON ({exc.msg}, column {exc.colno}). Each line of "
+            "a .jsonl file must be one JSON object; if the file is one JSON document, name it .json."
+        ) from exc
+    except (RecursionError, ValueError) as exc:
+        raise DataError(f"'{path}', line {line_number}: {_json_problem(exc)}") from None
+    if not isinstance(row, dict):
+        raise DataError(
+            f"'{path}', line {line_number}: a JSON {type(row).__name__}, not an object. Each line must "
+            'be one row, e.g. {"question": "...", "answer": "..."}.'
+        )
+    return row
 
 
 def _json_problem(exc: Exception) -> str:
@@ -143,34 +169,58 @@ def _csv_field_limit(limit: int) -> Iterator[None]:
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[Row]]:
+    reader = _csv_reader(path)
+    columns = next(reader)
+    return columns, list(reader)
+
+
+def _csv_reader(path: Path) -> Iterator[Any]:
+    """The header's column names, then each row. csv's field limit is raised only while the reader
+    parses, so that a paused stream leaves the process's limit as it was."""
     # The stdlib reader keeps every cell as the exact text written (pandas would turn "42" into an
     # int and "None" or "NA" into NaN); only an empty cell means "absent".
-    with _csv_field_limit(_CSV_FIELD_LIMIT), path.open(encoding="utf-8-sig", newline="") as handle:
+    with path.open(encoding="utf-8-sig", newline="") as handle:
         reader = csv.DictReader(handle)
-        columns = list(reader.fieldnames or [])
+        with _csv_field_limit(_CSV_FIELD_LIMIT):
+            columns = list(reader.fieldnames or [])
         repeated = sorted({name for name in columns if columns.count(name) > 1})
         if repeated:
             raise DataError(
                 f"'{path}': the header repeats column(s) {repeated}. Rename them so each is unique."
             )
-        rows: list[Row] = []
-        try:
-            for row in reader:
-                if None in row:
-                    raise DataError(
-                        f"'{path}', line {reader.line_num}: more fields than the {len(columns)} header "
-                        "columns. Quote cells that contain commas or line breaks."
-                    )
-                rows.append({name: (None if cell in (None, "") else cell) for name, cell in row.items()})
-        except csv.Error as exc:
-            raise DataError(
-                f"'{path}', line {reader.line_num}: not valid CSV ({exc}). Quote cells that contain commas, "
-                "quotes or line breaks (a quote inside a quoted cell is written twice)."
-            ) from None
-    return columns, rows
+        yield columns
+        while True:
+            try:
+                with _csv_field_limit(_CSV_FIELD_LIMIT):
+                    row = next(reader, None)
+            except csv.Error as exc:
+                raise DataError(
+                    f"'{path}', line {reader.line_num}: not valid CSV ({exc}). Quote cells that contain "
+                    "commas, quotes or line breaks (a quote inside a quoted cell is written twice)."
+                ) from None
+            if row is None:
+                return
+            if None in row:
+                raise DataError(
+                    f"'{path}', line {reader.line_num}: more fields than the {len(columns)} header "
+                    "columns. Quote cells that contain commas or line breaks."
+                )
+            yield {name: (None if cell in (None, "") else cell) for name, cell in row.items()}
 
 
 def _read_parquet(path: Path) -> tuple[list[str], list[Row]]:
+    pa, pq = _pyarrow(path)
+    try:
+        table = pq.read_table(path)
+        columns = _data_columns(table.column_names)
+        rows = table.select(columns).to_pylist()
+    except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException) as exc:
+        raise _bad_parquet(path, exc) from exc
+    return columns, rows
+
+
+def _pyarrow(path: Path) -> tuple[Any, Any]:
+    """pyarrow and pyarrow.parquet, or the MissingDependencyError that names the Parquet file."""
     try:
         # Lazy: pyarrow is an optional dependency and heavy to import.
         import pyarrow.parquet as pq
@@ -181,12 +231,134 @@ def _read_parquet(path: Path) -> tuple[list[str], list[Row]]:
         ) from exc
     import pyarrow as pa
 
+    return pa, pq
+
+
+def _data_columns(names: list[str]) -> list[str]:
+    return [name for name in names if not _PANDAS_INDEX_COLUMN.fullmatch(name)]
+
+
+def _bad_parquet(path: Path, exc: Exception) -> DataError:
+    return DataError(f"Cannot read the Parquet file '{path}': {exc}. Check that it is a valid Parquet file.")
+
+
+# --------------------------------------------------------------------------------------------------
+# The same files read a row at a time (for `ascend_eval.streaming.source`): read_file's rows and errors,
+# in memory that does not grow with the file. `.json` is one document and has no such reader.
+
+
+def iter_jsonl_rows(path: Path) -> Iterator[Row]:
+    """The rows of a `.jsonl` file, read a line at a time: `read_file`'s rows and errors.
+
+    `read_file` decodes the whole file before it parses a line, so it reports a byte that is not UTF-8
+    anywhere before a malformed line; after a malformed line this reads on, and reports such a byte
+    instead when there is one.
+
+    Raises:
+        DataError: as `read_file` does for the file.
+    """
+    problem: DataError | None = None
+    for line_number, line in _text_lines(path, ".jsonl"):
+        if problem is not None or not line.strip():
+            continue
+        try:
+            row = _jsonl_row(line, line_number, path)
+        except DataError as exc:
+            problem = exc
+            continue
+        yield row
+    if problem is not None:
+        raise problem
+
+
+def _text_lines(path: Path, extension: str) -> Iterator[tuple[int, str]]:
+    """(number, line) for each of `path.read_text(encoding="utf-8-sig").splitlines()`, reading one line of
+    bytes at a time. A byte that is not UTF-8 is reported at the offset read_text gives it (counted after
+    a BOM, which the decoder drops)."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    number = fed = 0
+    bom = False
     try:
-        table = pq.read_table(path)
-        columns = [name for name in table.column_names if not _PANDAS_INDEX_COLUMN.fullmatch(name)]
-        rows = table.select(columns).to_pylist()
+        with path.open("rb") as handle:
+            while True:
+                chunk = handle.readline()  # up to b"\n": no UTF-8 sequence holds that byte
+                if fed == 0:
+                    bom = chunk.startswith(codecs.BOM_UTF8)
+                start = fed - len(decoder.getstate()[0])  # where this call's bytes start in the file
+                fed += len(chunk)
+                try:
+                    text = decoder.decode(chunk, final=not chunk)
+                except UnicodeDecodeError as exc:
+                    # The first call's offsets already leave out the BOM it drops; later ones count it.
+                    dropped = len(codecs.BOM_UTF8) if bom and start > 0 else 0
+                    raise _not_utf8(path, extension, start + exc.start - dropped) from exc
+                # `text` ends with a line break (or the file), so its lines are the whole text's.
+                for line in text.splitlines():
+                    number += 1
+                    yield number, line
+                if not chunk:
+                    return
+    except OSError as exc:
+        raise _unreadable(path, exc) from exc
+
+
+def csv_columns(path: Path) -> list[str]:
+    """A `.csv` file's column names (its header), with `read_file`'s errors."""
+    reader = _streamed_csv(path)
+    try:
+        return next(reader)
+    finally:
+        reader.close()
+
+
+def iter_csv_rows(path: Path) -> Iterator[Row]:
+    """The rows of a `.csv` file, read one at a time: `read_file`'s rows and errors."""
+    reader = _streamed_csv(path)
+    next(reader)  # the header
+    yield from reader
+
+
+def _streamed_csv(path: Path) -> Iterator[Any]:
+    try:
+        yield from _csv_reader(path)
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, ".csv", exc.start) from exc
+    except OSError as exc:
+        raise _unreadable(path, exc) from exc
+
+
+def parquet_columns(path: Path) -> tuple[list[str], int]:
+    """A Parquet file's data columns (pandas index columns left out, as `read_file` does) and row count,
+    from its footer."""
+    handle = _open_parquet(path)
+    try:
+        return _data_columns(handle.schema_arrow.names), handle.metadata.num_rows
+    finally:
+        handle.close()
+
+
+def iter_parquet_rows(path: Path, *, batch_size: int = 1024) -> Iterator[Row]:
+    """The rows of a Parquet file, read `batch_size` rows at a time: `read_file`'s rows and errors."""
+    pa, _ = _pyarrow(path)
+    handle = _open_parquet(path)
+    try:
+        columns = _data_columns(handle.schema_arrow.names)
+        # Every column is read, the index ones too, as read_table reads them: a damaged index column
+        # is the same error here as there.
+        for batch in handle.iter_batches(batch_size=batch_size):
+            yield from pa.Table.from_batches([batch]).select(columns).to_pylist()
     except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException) as exc:
-        raise DataError(
-            f"Cannot read the Parquet file '{path}': {exc}. Check that it is a valid Parquet file."
-        ) from exc
-    return columns, rows
+        raise _bad_parquet(path, exc) from exc
+    finally:
+        handle.close()
+
+
+def _open_parquet(path: Path) -> Any:
+    pa, pq = _pyarrow(path)
+    try:
+        return pq.ParquetFile(path)
+    except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException) as exc:
+        # read_table words a file it cannot open differently ("Could not open Parquet input source
+        # ..."); it fails as fast here, so let it give read_file's message.
+        _read_parquet(path)
+        raise _bad_parquet(path, exc) from exc
