@@ -56,103 +56,170 @@ def validate(
     >>> validate([Sample(id="0", user_input="q", response="a")], {"answer_relevancy": ["question", "answer"]})
     """
     columns, roles, source = _describe_dataset(samples)
-    if len(samples) == 0:
-        raise DataError(
-            f"The dataset ({source}) is empty: there are no samples to evaluate. Check the file, or the "
-            "filter that produced it."
-        )
-    _check_text(samples)
-    if warn_long_contexts:
-        _warn_long_contexts(samples)
-    # Which samples lack each column, computed once per column however many metrics need it.
-    gaps: dict[Column, tuple[list[int], list[int]]] = {}
-    problems: list[str] = []
-    for metric, needed in requirements.items():
-        if isinstance(needed, (str, Column)):
-            needed = [needed]
-        # Enum order, not the caller's: metrics often declare their columns as a frozenset, whose
-        # iteration order changes between processes, and the message should not.
-        for column in sorted({Column.resolve(name) for name in needed}, key=_COLUMN_ORDER.index):
-            if column not in gaps:
-                gaps[column] = _find_gaps(samples, column)
-            absent, empty = gaps[column]
-            if absent or empty:
-                problems.append(_problem(metric, column, absent, empty, samples, columns, roles))
-    if not problems:
-        return
-    count = f"{len(problems)} problem" + ("s" if len(problems) > 1 else "")
-    raise DataError(
-        f"The dataset ({source}) cannot be evaluated as given ({count}):\n"
-        + "\n".join(f"- {problem}" for problem in problems)
-        + f"\nThe dataset has columns {list(columns)}."
-    )
+    checks = SampleChecks(requirements, warn_long_contexts=warn_long_contexts)
+    for sample in samples:
+        checks.add(sample)
+    checks.finish(source, columns, roles)
 
 
-def _check_text(samples: Sequence[Sample]) -> None:
-    """Raise DataError for the first text a model could not be sent (a lone surrogate)."""
-    for index, sample in enumerate(samples):
-        texts: list[tuple[str, str]] = [("id", sample.id)]
-        for column in Column:
+class SampleChecks:
+    """`validate`'s checks, fed one sample at a time, in memory that does not grow with the number of
+    samples: what `finish` needs is the count, each column's gap count with its first `MAX_LISTED`
+    positions and ids, and the long contexts' count and longest length.
+
+    `add` raises for a lone surrogate as it meets one; `finish` raises or warns for the rest exactly as
+    `validate` does for the same samples, in the same order.
+
+    Args:
+        requirements: Metric name -> the columns it needs, as for `validate`.
+        warn_long_contexts: As for `validate`.
+
+    >>> checks = SampleChecks({"answer_relevancy": ["question", "answer"]})
+    >>> for sample in [Sample(id="0", user_input="q", response="a"), Sample(id="1", user_input="q")]:
+    ...     checks.add(sample)
+    >>> roles = {"question": "user_input", "answer": "response"}
+    >>> try:
+    ...     checks.finish("2 samples", ("question", "answer"), roles)
+    ... except DataError as exc:
+    ...     print(str(exc).splitlines()[1].partition(". ")[0])
+    - Metric 'answer_relevancy' needs column 'response' (legacy name 'answer'); sample 1 lacks it
+    """
+
+    def __init__(
+        self, requirements: Mapping[str, Iterable[Column | str]], *, warn_long_contexts: bool = True
+    ) -> None:
+        self.count = 0
+        """How many samples have been added."""
+        self._warn = warn_long_contexts
+        self._long = self._longest = 0
+        self._needs: list[tuple[str, Column]] = []
+        # Which samples lack each column, kept once per column however many metrics need it.
+        self._gaps: dict[Column, tuple[_Gap, _Gap]] = {}
+        self._requirement_error: Exception | None = None
+        try:
+            for metric, needed in requirements.items():
+                if isinstance(needed, (str, Column)):
+                    needed = [needed]
+                # Enum order, not the caller's: metrics often declare their columns as a frozenset, whose
+                # iteration order changes between processes, and the message should not.
+                for column in sorted({Column.resolve(name) for name in needed}, key=_COLUMN_ORDER.index):
+                    self._needs.append((metric, column))
+                    self._gaps.setdefault(column, (_Gap(), _Gap()))
+        except Exception as exc:  # raised where validate meets it: after the checks of the samples
+            self._requirement_error = exc
+
+    def add(self, sample: Sample) -> None:
+        """Check the next sample.
+
+        Raises:
+            DataError: its text holds a lone surrogate.
+        """
+        index = self.count
+        _check_text(index, sample)
+        if self._warn:
+            for column in (Column.RETRIEVED_CONTEXTS, Column.REFERENCE_CONTEXTS):
+                for context in sample.get(column) or ():
+                    if len(context) > LONG_CONTEXT_CHARS:
+                        self._long += 1
+                        self._longest = max(self._longest, len(context))
+        for column, (absent, empty) in self._gaps.items():
             value = sample.get(column)
-            if isinstance(value, str):
-                texts.append((column.value, value))
-            elif value is not None:
-                texts += [(f"{column.value}[{i}]", item) for i, item in enumerate(value)]
-        for where, text in texts:
-            position = lone_surrogate(text)
-            if position is not None:
-                raise DataError(
-                    f"Sample {_sample_ref(index, sample)}, column {where!r}: the text holds a lone "
-                    f"surrogate ({text[position]!a}) at character {position}. {SURROGATE_FIX}"
-                )
+            if value is None:
+                absent.add(index, sample.id)
+            elif column.is_list and len(value) == 0:
+                empty.add(index, sample.id)
+        self.count += 1
 
+    def finish(self, source: str, columns: Sequence[str], roles: Mapping[str, str]) -> None:
+        """Raise what `validate` raises for the samples added, and log its long-context warning.
 
-def _warn_long_contexts(samples: Sequence[Sample]) -> None:
-    lengths = [
-        len(context)
-        for sample in samples
-        for column in (Column.RETRIEVED_CONTEXTS, Column.REFERENCE_CONTEXTS)
-        for context in sample.get(column) or ()
-        if len(context) > LONG_CONTEXT_CHARS
-    ]
-    if lengths:
-        logger.warning(
-            "%d context(s) are longer than %s characters (the longest has %s); they are sent whole. A "
-            "judge with a smaller context window truncates or fails them: cut them first (jobs: "
-            "metric_params.truncate_long_documents).",
-            len(lengths),
-            f"{LONG_CONTEXT_CHARS:,}",
-            f"{max(lengths):,}",
+        Args:
+            source, columns, roles: The dataset's `source`, `columns` and `column_roles`, which the
+                messages quote.
+
+        Raises:
+            DataError: There were no samples; a requirement names an unknown column; or some samples
+                lack required columns (one error listing every problem).
+        """
+        if self.count == 0:
+            raise DataError(
+                f"The dataset ({source}) is empty: there are no samples to evaluate. Check the file, or the "
+                "filter that produced it."
+            )
+        if self._long:
+            logger.warning(
+                "%d context(s) are longer than %s characters (the longest has %s); they are sent whole. A "
+                "judge with a smaller context window truncates or fails them: cut them first (jobs: "
+                "metric_params.truncate_long_documents).",
+                self._long,
+                f"{LONG_CONTEXT_CHARS:,}",
+                f"{self._longest:,}",
+            )
+        if self._requirement_error is not None:
+            raise self._requirement_error
+        problems: list[str] = []
+        for metric, column in self._needs:
+            absent, empty = self._gaps[column]
+            if absent.count or empty.count:
+                problems.append(_problem(metric, column, absent, empty, self.count, columns, roles))
+        if not problems:
+            return
+        count = f"{len(problems)} problem" + ("s" if len(problems) > 1 else "")
+        raise DataError(
+            f"The dataset ({source}) cannot be evaluated as given ({count}):\n"
+            + "\n".join(f"- {problem}" for problem in problems)
+            + f"\nThe dataset has columns {list(columns)}."
         )
 
 
-def _find_gaps(samples: Sequence[Sample], column: Column) -> tuple[list[int], list[int]]:
-    absent: list[int] = []
-    empty: list[int] = []
-    for index, sample in enumerate(samples):
+class _Gap:
+    """The samples that lack one column: how many, and the first `MAX_LISTED` (position, id)."""
+
+    __slots__ = ("count", "shown")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.shown: list[tuple[int, str]] = []
+
+    def add(self, index: int, sample_id: str) -> None:
+        if len(self.shown) < MAX_LISTED:
+            self.shown.append((index, sample_id))
+        self.count += 1
+
+
+def _check_text(index: int, sample: Sample) -> None:
+    """Raise DataError for the first text of sample `index` a model could not be sent (a lone surrogate)."""
+    texts: list[tuple[str, str]] = [("id", sample.id)]
+    for column in Column:
         value = sample.get(column)
-        if value is None:
-            absent.append(index)
-        elif column.is_list and len(value) == 0:
-            empty.append(index)
-    return absent, empty
+        if isinstance(value, str):
+            texts.append((column.value, value))
+        elif value is not None:
+            texts += [(f"{column.value}[{i}]", item) for i, item in enumerate(value)]
+    for where, text in texts:
+        position = lone_surrogate(text)
+        if position is not None:
+            raise DataError(
+                f"Sample {_sample_ref(index, sample.id)}, column {where!r}: the text holds a lone "
+                f"surrogate ({text[position]!a}) at character {position}. {SURROGATE_FIX}"
+            )
 
 
 def _problem(
     metric: str,
     column: Column,
-    absent: list[int],
-    empty: list[int],
-    samples: Sequence[Sample],
+    absent: _Gap,
+    empty: _Gap,
+    total: int,
     columns: Sequence[str],
     roles: Mapping[str, str],
 ) -> str:
     legacy = f" (legacy name {column.legacy_name!r})" if column.legacy_name else ""
     who = []
-    if absent:
-        who.append(f"{_samples_phrase(absent, samples)} {'lacks' if len(absent) == 1 else 'lack'} it")
-    if empty:
-        who.append(f"{_samples_phrase(empty, samples)} {'has' if len(empty) == 1 else 'have'} an empty list")
+    if absent.count:
+        who.append(f"{_samples_phrase(absent, total)} {'lacks' if absent.count == 1 else 'lack'} it")
+    if empty.count:
+        who.append(f"{_samples_phrase(empty, total)} {'has' if empty.count == 1 else 'have'} an empty list")
     sourced = any(role == column.value for role in roles.values())
     if sourced:
         hint = "Fill in those samples, drop them, or drop the metric."
@@ -196,17 +263,17 @@ def suggest_column(column: Column, candidates: Sequence[str]) -> str | None:
     return None if best is None else best[1]
 
 
-def _samples_phrase(indices: list[int], samples: Sequence[Sample]) -> str:
-    if len(indices) == len(samples) and len(indices) > 1:
-        return f"all {len(indices)} samples"
-    shown = ", ".join(_sample_ref(index, samples[index]) for index in indices[:MAX_LISTED])
-    more = f" and {len(indices) - MAX_LISTED} more" if len(indices) > MAX_LISTED else ""
-    return f"{'sample' if len(indices) == 1 else 'samples'} {shown}{more}"
+def _samples_phrase(gap: _Gap, total: int) -> str:
+    if gap.count == total and gap.count > 1:
+        return f"all {gap.count} samples"
+    shown = ", ".join(_sample_ref(index, sample_id) for index, sample_id in gap.shown)
+    more = f" and {gap.count - MAX_LISTED} more" if gap.count > MAX_LISTED else ""
+    return f"{'sample' if gap.count == 1 else 'samples'} {shown}{more}"
 
 
-def _sample_ref(index: int, sample: Sample) -> str:
+def _sample_ref(index: int, sample_id: str) -> str:
     # Show the id only when it says more than the position does.
-    return str(index) if sample.id in ("", str(index)) else f"{index} (id {sample.id!r})"
+    return str(index) if sample_id in ("", str(index)) else f"{index} (id {sample_id!r})"
 
 
 def _describe_dataset(samples: Sequence[Sample]) -> tuple[tuple[str, ...], Mapping[str, str], str]:
