@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -567,3 +569,22 @@ def test_columnar_source_keeps_its_columns(tmp_path: Path) -> None:
     stream = open_samples(columnar(ROWS))
     assert stream.kind == "rows" and stream.source == "dict of 2 rows"
     assert list(stream) == list(load_dataset(jsonl_file(tmp_path)))
+
+
+def test_a_parquet_file_without_pyarrow_raises_load_datasets_missing_dependency(tmp_path: Path) -> None:
+    path = _rich_parquet(tmp_path)
+    # A None entry in sys.modules makes `import pyarrow` fail, as on a machine without it.
+    code = (
+        "import sys\n"
+        "sys.modules['pyarrow'] = None\n"
+        "from ascend_eval.data import load_dataset\n"
+        "from ascend_eval.streaming.source import open_samples\n"
+        "for read in (load_dataset, open_samples):\n"
+        "    try:\n"
+        f"        read({str(path)!r})\n"
+        "    except ImportError as exc:\n"
+        "        print(type(exc).__name__, exc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    first, second = result.stdout.splitlines()
+    assert first == second and first.startswith("MissingDependencyError") and "ascend-eval[data]" in first
