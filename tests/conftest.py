@@ -55,6 +55,31 @@ def rule_judge() -> ReplayJudge:
     return ReplayJudge(generate_rule=statements_rule, classify_rule=support_rule, model_id="rules-v1")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _float32_on_every_cpu():
+    """Local models on the CPU run in float32 in tests, whatever the CPU: on one with AMX or AVX512-BF16,
+    `dtype="auto"` picks bfloat16 (`Device.precision`), whose rounding would make "batched equals single"
+    and "shared prefix equals unshared" comparisons inexact. Session-wide, so that module- and
+    session-scoped model fixtures are built under it too. Flags passed explicitly are still parsed; a test
+    of the policy on this very machine is marked `real_cpu_precision`."""
+    from ascend_eval.models import device
+
+    real = device.cpu_supports_bf16
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(device, "cpu_supports_bf16", lambda cpuinfo=None: cpuinfo is not None and real(cpuinfo))
+        patch.setattr(device, "real_cpu_supports_bf16", real, raising=False)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _real_cpu_precision(request, monkeypatch):
+    """`real_cpu_precision` tests see this machine's own CPU flags (built inside the test)."""
+    if request.node.get_closest_marker("real_cpu_precision") is not None:
+        from ascend_eval.models import device
+
+        monkeypatch.setattr(device, "cpu_supports_bf16", device.real_cpu_supports_bf16)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory, monkeypatch):
     """Keep converted models in one session folder and never write to the user's cache, except where a

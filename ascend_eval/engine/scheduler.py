@@ -80,6 +80,9 @@ class Engine:
         on_progress: called with a `Progress` snapshot at least every `progress_interval` seconds while
             the run goes on, and once at its end.
         max_live_plans: how many plans may be started and unfinished at once.
+        max_pending: no new plan starts while this many requests are asked for and not answered yet
+            (queued or in flight): the backends always have work queued, and memory holds at most about
+            this many prompts whatever the dataset's size. Plans already started always go on.
         tracer: the tracing hooks (`ascend_eval.engine.tracing`); default off.
     """
 
@@ -94,13 +97,16 @@ class Engine:
         on_round: Callable[[RoundStats], None] | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         progress_interval: float = 1.0,
-        max_live_plans: int = 4096,
+        max_live_plans: int = 2048,
+        max_pending: int = 4096,
         tracer: NoTrace | None = None,
     ) -> None:
         if chunk_size < 1:
             raise ConfigError(f"chunk_size must be >= 1, got {chunk_size}.")
         if max_live_plans < 1:
             raise ConfigError(f"max_live_plans must be >= 1, got {max_live_plans}.")
+        if max_pending < 1:
+            raise ConfigError(f"max_pending must be >= 1, got {max_pending}.")
         self.backends = backends
         self.cache = cache if cache is not None else RequestCache(None)
         self.chunk_size = chunk_size
@@ -110,6 +116,7 @@ class Engine:
         self.on_progress = on_progress
         self.progress_interval = progress_interval
         self.max_live_plans = max_live_plans
+        self.max_pending = max_pending
         self.tracer = NO_TRACE if tracer is None else tracer
         self.rounds: list[RoundStats] = []
         """Stats per plan step, in step order, appended as each step closes."""
@@ -263,9 +270,14 @@ class _Run:
     # The loop
 
     def go(self) -> None:
-        self._admit()
-        self._settle()
-        while self.live:
+        while True:
+            if not self.live:
+                self._settle()  # starts the next plans, unless answers no plan waits for hold them back
+                if not self.live:
+                    if self.exhausted:
+                        break
+                    self._wait_for_stale()
+                    continue
             try:
                 done = self.done_queue.get(timeout=min(0.5, self.engine.progress_interval))
             except queue.Empty:
@@ -284,6 +296,18 @@ class _Run:
         self._close_rounds(final=True)
         self._report_progress(force=True)
 
+    def _wait_for_stale(self) -> None:
+        """No plan is live, but `max_pending` answers that no plan waits for any more (every plan that
+        wanted them failed) are still out: take them back as they come, so that new plans can start."""
+        try:
+            done = self.done_queue.get(timeout=min(0.5, self.engine.progress_interval))
+        except queue.Empty:
+            self._report_progress()
+            return
+        stored: list[tuple[str, Request, Result]] = []
+        self._receive(done, stored)
+        self.engine.cache.put_many(stored)
+
     def shut_down(self) -> None:
         """Stop every lane; after an interrupt nothing waits for a call still in progress."""
         finished = not self.live
@@ -296,6 +320,8 @@ class _Run:
     def _settle(self) -> None:
         """Advance every plan whose answers are all in, start new plans in their place, look up what they
         ask for in the cache and queue the rest, until nothing moves without a backend."""
+        self._admit()
+        self._look_up()
         while self.ready or self.lookups:
             while self.ready:
                 pid = self.ready.popleft()
@@ -306,7 +332,7 @@ class _Run:
         self._close_rounds(final=False)
 
     def _admit(self) -> None:
-        while len(self.live) < self.engine.max_live_plans:
+        while len(self.live) < self.engine.max_live_plans and len(self.slots) < self.engine.max_pending:
             item = next(self.pending, None)
             if item is None:
                 self.exhausted = True

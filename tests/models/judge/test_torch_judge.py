@@ -83,6 +83,16 @@ def test_is_a_judge_with_content_id(judge: TorchJudge, tiny_llama_dir: Path) -> 
     assert judge.generate([]) == [] and judge.classify([]) == []
 
 
+@pytest.mark.real_cpu_precision
+def test_auto_takes_this_cpus_precision_and_still_gives_probabilities(tiny_llama_dir: Path) -> None:
+    from ascend_eval.models.device import cpu_supports_bf16
+
+    judge = TorchJudge(TorchJudgeConfig(model=tiny_llama_dir, device="cpu"))
+    assert judge.dtype == (torch.bfloat16 if cpu_supports_bf16() else torch.float32)
+    [result] = judge.classify([ClassifyRequest((Message("user", "Is the sky blue?"),), ("0", "1"))])
+    assert sum(result.probs) == pytest.approx(1.0, abs=1e-3) and all(0.0 <= p <= 1.0 for p in result.probs)
+
+
 def test_model_id_follows_config_and_weights(tiny_llama_dir: Path, tmp_path: Path) -> None:
     copy = tmp_path / tiny_llama_dir.name
     shutil.copytree(tiny_llama_dir, copy)
