@@ -18,7 +18,7 @@ import time
 
 import ascend_eval
 from ascend_eval.models.factory import resolve
-from benchmarks.in_process import arguments, dataset, machine, write
+from benchmarks.in_process import arguments, dataset, judge_arg, machine, write
 
 MODES = {
     "batched": {"chunk_size": 1024, "dedupe": True},
@@ -64,7 +64,7 @@ def markdown(report):
 def main(argv=None):
     args = arguments(__doc__, samples=16, metrics=["faithfulness", "answer_similarity"]).parse_args(argv)
     data = dataset(args)
-    judge = resolve(args.judge, "judge", device=args.device)
+    judge = resolve(judge_arg(args), "judge", device=args.device)
     embedder = resolve(args.embedder, "embedder", device=args.device)
     # Load and warm both models outside the timed runs.
     run_mode("batched", data[:1], args.metrics, judge, embedder)

@@ -24,6 +24,12 @@ def arguments(doc: str | None, *, samples: int, metrics: list[str]) -> argparse.
     parser.add_argument("--judge", default=None, help="judge spec (default: the shipped default)")
     parser.add_argument("--embedder", default=None)
     parser.add_argument("--device", default=None)
+    parser.add_argument(
+        "--dtype",
+        choices=["auto", "float32", "bfloat16", "float16"],
+        default=None,
+        help="local judge's dtype (default auto: bfloat16 on a CPU with AMX/AVX512-BF16, else float32)",
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     return parser
 
@@ -45,3 +51,16 @@ def write(out: Path, name: str, report: dict[str, Any], markdown: Callable[[dict
     table = markdown(report)
     (out / f"{name}.md").write_text(table + "\n")
     print(table)
+
+
+def judge_arg(args: argparse.Namespace) -> Any:
+    """`--judge`, with `--dtype` when given (a local judge's spec)."""
+    if args.dtype is None:
+        return args.judge
+    from ascend_eval.models.spec import ModelSpec
+
+    if args.judge is None:
+        from ascend_eval.models.weights.registry import DEFAULTS
+
+        return ModelSpec(model=DEFAULTS["judge"], role="judge", dtype=args.dtype)
+    return ModelSpec(model=args.judge, role="judge", dtype=args.dtype)

@@ -27,7 +27,7 @@ from typing import Any
 import ascend_eval
 from ascend_eval.models.factory import resolve
 from ascend_eval.models.lazy import runtime_of
-from benchmarks.in_process import arguments, dataset, machine, write
+from benchmarks.in_process import arguments, dataset, judge_arg, machine, write
 
 MODES: dict[str, dict[str, Any]] = {
     "concat_kv": {"in_place": False, "loop_guard": 0, "speculative_tokens": 0},
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=list(MODES))
     args = parser.parse_args(argv)
     data = dataset(args)
-    judge = runtime_of(resolve(args.judge, "judge", backend="torch", device=args.device))
+    judge = runtime_of(resolve(judge_arg(args), "judge", backend="torch", device=args.device))
     embedder = resolve(args.embedder, "embedder", device=args.device)
     run_mode("drafts", data[:1], args.metrics, judge, embedder)  # load and warm up, untimed
 
