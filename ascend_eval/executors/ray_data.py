@@ -94,7 +94,14 @@ class RayRun:
     """
 
     def __init__(
-        self, dataset: Any, *, roles: Mapping[str, str], count: int, metrics: Sequence[str], **ray: Any
+        self,
+        dataset: Any,
+        *,
+        roles: Mapping[str, str],
+        count: int,
+        metrics: Sequence[str],
+        ray: Any,
+        owns_ray: bool,
     ) -> None:
         self.count = count
         self.metrics = list(metrics)
@@ -103,8 +110,8 @@ class RayRun:
         self.nodes: set[str] = set()
         self._dataset = dataset
         self._roles = dict(roles)
-        self._ray = ray["ray"]
-        self._owns_ray: bool = ray["owns_ray"]
+        self._ray = ray
+        self._owns_ray = owns_ray
         self._workers: set[str] = set()
         self._processes: set[tuple[str, int]] = set()
         self._started = False
