@@ -17,6 +17,7 @@ Ray is imported only when `score_on_ray` runs; without it that is a `MissingDepe
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -181,15 +182,17 @@ class RayRun:
 
 
 def _our_error(exc: BaseException) -> AscendEvalError | None:
-    """The library error an actor raised, found in what Ray wrapped it in (its `cause` or `__cause__`)."""
+    """The library error an actor raised, as raised there: the innermost one in what Ray wrapped it in (a
+    `RayTaskError` that is also of the error's class, with the error itself as its `cause`)."""
+    found: AscendEvalError | None = None
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         if isinstance(current, AscendEvalError):
-            return current
+            found = current
         seen.add(id(current))
         current = getattr(current, "cause", None) or current.__cause__
-    return None
+    return found
 
 
 def score_on_ray(
@@ -281,6 +284,7 @@ def score_on_ray(
         context = scored.context
         context.execution_options.preserve_order = True
         context.enable_progress_bars = progress
+        context.raise_original_map_exception = True  # our error, not "UDF failed to process a data block"
     except BaseException:
         if owns_ray:
             ray.shutdown()
@@ -375,7 +379,7 @@ def read_source(ray: Any, source: Any, roles: Mapping[str, str], *, blocks: int)
         path = Path(os.fspath(source)).expanduser().absolute()
         extension = path.suffix.lower()
         if extension == ".parquet":
-            return "arrow", ray.data.read_parquet(str(path), num_cpus=READ_CPUS, override_num_blocks=blocks)
+            return "arrow", read_parquet(ray, path, blocks)
         if extension == ".jsonl":
             text = ray.data.read_text(
                 str(path), encoding="utf-8-sig", num_cpus=READ_CPUS, override_num_blocks=blocks
@@ -389,7 +393,10 @@ def read_source(ray: Any, source: Any, roles: Mapping[str, str], *, blocks: int)
         frame = source
         if any(not isinstance(name, str) for name in frame.columns):
             frame = frame.set_axis([str(name) for name in frame.columns], axis=1)
-        return "pandas", ray.data.from_pandas(frame, override_num_blocks=blocks)
+        size = max(1, math.ceil(len(frame) / blocks))
+        parts = [frame.iloc[start : start + size] for start in range(0, len(frame), size)] or [frame]
+        with data_context(ray, enable_tensor_extension_casting=False):  # cells stay as pandas holds them
+            return "pandas", ray.data.from_pandas(parts)
     if is_type(source, "datasets", "DatasetDict", "IterableDatasetDict"):
         (source,) = source.values()  # one split: the caller's reader refused several
     if is_type(source, "datasets", "Dataset", "IterableDataset"):
@@ -401,6 +408,28 @@ def read_source(ray: Any, source: Any, roles: Mapping[str, str], *, blocks: int)
     else:
         rows = rows_from_items(source, "list")
     return "pickled", pickled_rows(ray, rows, blocks)
+
+
+def read_parquet(ray: Any, path: Path, blocks: int) -> Any:
+    """A Parquet file through Ray's first reader: the newer one (Ray 2.5x, `use_datasource_v2`) lists files
+    in a task that reserves a whole CPU, which never starts on a cluster whose CPUs the actors hold."""
+    with data_context(ray, use_datasource_v2=False):
+        return ray.data.read_parquet(str(path), num_cpus=READ_CPUS, override_num_blocks=blocks)
+
+
+@contextlib.contextmanager
+def data_context(ray: Any, **settings: Any) -> Iterator[None]:
+    """Ray Data settings for the datasets created inside (each copies the current context when created),
+    restored afterwards; a setting this Ray does not have is skipped."""
+    context = ray.data.DataContext.get_current()
+    saved = {name: getattr(context, name) for name in settings if hasattr(context, name)}
+    for name in saved:
+        setattr(context, name, settings[name])
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(context, name, value)
 
 
 def read_csv_as_text(ray: Any, path: Path, columns: Sequence[str], blocks: int) -> Any:
