@@ -70,7 +70,8 @@ def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> Path:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         for row in rows:
-            text = {k: json.dumps(v, ensure_ascii=False) if isinstance(v, list) else v for k, v in row.items()}
+            lists = {k: json.dumps(v, ensure_ascii=False) for k, v in row.items() if isinstance(v, list)}
+            text = {**row, **lists}
             writer.writerow({k: "" if v is None else v for k, v in text.items()})
     return path
 
