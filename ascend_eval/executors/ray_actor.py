@@ -29,7 +29,7 @@ from ascend_eval.models.errors import AscendEvalError
 from ascend_eval.models.factory import resolve_models
 
 ROW, LANGUAGE, STAGES, PROMPTS = "row", "language", "stages", "prompts"
-WORKER, NODE, PID = "worker", "node", "pid"
+WORKER, NODE, PID, RESTARTED = "worker", "node", "pid", "restarted"
 """Columns of every scored batch besides the metrics' own (`score_column` and friends)."""
 
 KINDS = ("jsonl", "arrow", "pandas", "pickled")
@@ -126,6 +126,9 @@ class BatchScorer:
         self.worker = context.get_actor_id() or ""
         self.node = context.get_node_id()
         self.pid = os.getpid()
+        self.restarted = False
+        with contextlib.suppress(Exception):  # a question to the cluster's state; only informative
+            self.restarted = bool(context.was_current_actor_reconstructed)
 
     def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
@@ -169,7 +172,9 @@ class BatchScorer:
         columns[WORKER] = [self.worker] * len(rows)
         columns[NODE] = [self.node] * len(rows)
         columns[PID] = [self.pid] * len(rows)
+        columns[RESTARTED] = [self.restarted] * len(rows)
         fields += [pa.field(WORKER, pa.string()), pa.field(NODE, pa.string()), pa.field(PID, pa.int64())]
+        fields.append(pa.field(RESTARTED, pa.bool_()))
         return pa.table(columns, schema=pa.schema(fields))
 
     def __del__(self) -> None:

@@ -39,6 +39,7 @@ from ascend_eval.executors.ray_actor import (
     NODE,
     PID,
     PROMPTS,
+    RESTARTED,
     ROW,
     STAGES,
     WORKER,
@@ -115,6 +116,7 @@ class RayRun:
         self._owns_ray = owns_ray
         self._workers: set[str] = set()
         self._processes: set[tuple[str, int]] = set()
+        self._restarted: set[str] = set()
         self._started = False
 
     @property
@@ -124,6 +126,10 @@ class RayRun:
     @property
     def processes(self) -> int:
         return len(self._processes)
+
+    @property
+    def restarted(self) -> int:
+        return len(self._restarted)
 
     def __len__(self) -> int:
         return self.count
@@ -169,6 +175,8 @@ class RayRun:
         self._workers.add(record[WORKER])
         self._processes.add((record[NODE], record[PID]))
         self.nodes.add(record[NODE])
+        if record[RESTARTED]:
+            self._restarted.add(record[WORKER])
         results = {
             name: MetricResult(
                 record[score_column(name)],
