@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import pickle
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -127,7 +128,10 @@ class BatchScorer:
         self.node = context.get_node_id()
         self.pid = os.getpid()
         self.restarted = False
-        with contextlib.suppress(Exception):  # a question to the cluster's state; only informative
+        with contextlib.suppress(Exception), warnings.catch_warnings():
+            # A question to the cluster's state, only informative; Ray 2.60's own code for it warns about
+            # a deprecated call it makes.
+            warnings.simplefilter("ignore")
             self.restarted = bool(context.was_current_actor_reconstructed)
 
     def __call__(self, batch: Any) -> Any:
