@@ -1,0 +1,191 @@
+"""The Ray Data side of the Ray executor: the actor that scores one batch of rows, and the columns it hands
+back (`ascend_eval.executors.ray_data` is the driver side).
+
+Each actor builds its model runtimes once, in `__init__`, and scores every batch it is given with our own
+engine (`evaluate()` on the batch, with the runtimes it built and the node's request cache), so a batch
+scores exactly as the same samples would in one local run. A batch is a block of raw rows as Ray read them;
+the actor turns them into samples with the same cell conversion `load_dataset` uses (`make_sample`), and
+hands back, per row, the row itself (pickled, so the driver rebuilds the sample with its dataset position),
+the prompt language and every metric's score, reason and details; the first row of a batch also carries the
+batch's stage stats and prompt tags. Everything else is left out, so the driver streams results without the
+dataset's text crossing the cluster twice in another form.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from ascend_eval.api import evaluate
+from ascend_eval.data import Dataset
+from ascend_eval.data.cells import make_sample
+from ascend_eval.metrics import resolve_metrics
+from ascend_eval.models.errors import AscendEvalError
+from ascend_eval.models.factory import resolve_models
+
+ROW, LANGUAGE, STAGES, PROMPTS = "row", "language", "stages", "prompts"
+WORKER, NODE, PID, RESTARTED = "worker", "node", "pid", "restarted"
+"""Columns of every scored batch besides the metrics' own (`score_column` and friends)."""
+
+KINDS = ("jsonl", "arrow", "pandas", "pickled")
+"""How a batch holds its rows: JSON lines (read as text, parsed here so that cells keep their JSON types),
+Arrow tables (Parquet, CSV read as text, Hugging Face datasets), pandas frames (a DataFrame, with its cells
+as pandas holds them) or pickled rows (lists of rows, columnar dicts, .json files: read by our own reader
+in the driver)."""
+
+
+def score_column(metric: str) -> str:
+    return f"score:{metric}"
+
+
+def reason_column(metric: str) -> str:
+    return f"reason:{metric}"
+
+
+def details_column(metric: str) -> str:
+    return f"details:{metric}"
+
+
+def batch_rows(kind: str, batch: Any, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of a batch as `load_dataset`'s readers give them, keeping only the dataset's columns (a
+    Parquet file's pandas index column, say, is not one)."""
+    wanted = set(columns)
+    if kind == "jsonl":
+        # read_text has split the file the way our reader does (str.splitlines, blank lines dropped); a
+        # line keeps its JSON types (pyarrow's JSON reader would infer a schema and change cells).
+        rows = [json.loads(line) for line in batch.column("text").to_pylist() if line.strip()]
+    elif kind == "arrow":
+        rows = batch.to_pylist()
+    elif kind == "pandas":
+        names = [str(name) for name in batch.columns]
+        rows = [dict(zip(names, values, strict=True)) for values in batch.itertuples(index=False, name=None)]
+    elif kind == "pickled":
+        rows = [pickle.loads(blob) for blob in batch.column(ROW).to_pylist()]
+    else:
+        raise ValueError(f"unknown batch kind {kind!r}; one of {KINDS}")
+    return [{name: value for name, value in row.items() if name in wanted} for row in rows]
+
+
+def merge_stage(total: dict[str, Any], part: Mapping[str, Any]) -> dict[str, Any]:
+    """Two stage-stat dicts (`StageStats` as dicts) summed field by field; a count that one side does not
+    have (None) takes the other side's."""
+    out = dict(total)
+    for name, value in part.items():
+        if value is None:
+            continue
+        out[name] = value if out.get(name) is None else out[name] + value
+    return out
+
+
+class BatchScorer:
+    """The Ray Data actor: models built once, then `evaluate()` per batch (see the module docstring).
+
+    Args:
+        kind: how batches hold their rows (`KINDS`).
+        roles: source column -> role, as the driver resolved them (`column_roles`).
+        metrics: the metric names of the run.
+        models: role -> what to build for it (a `ModelSpec`, a name or a runtime), only the roles the
+            metrics need.
+        settings: the other keyword arguments of each batch's `evaluate()` call (cache_dir, language,
+            ragas_compat, judge_mode, chunk_size, dedupe) and `memory_budget` for building the models.
+
+    A model that cannot be built is an error of the run, not of this process: it is raised from the first
+    batch (where Ray Data fails the run with it), not from `__init__` (where Ray would start a replacement
+    actor that fails the same way).
+    """
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        roles: Mapping[str, str],
+        metrics: Sequence[Any],
+        models: Mapping[str, Any],
+        settings: Mapping[str, Any],
+    ) -> None:
+        import ray
+
+        self.kind = kind
+        self.roles = dict(roles)
+        self.metrics = list(metrics)
+        self.settings = {k: v for k, v in settings.items() if k != "memory_budget"}
+        self.failure: AscendEvalError | None = None
+        self.models: dict[str, Any] = {}
+        self.names: list[str] = []
+        try:
+            self.names = [m.name for m in resolve_metrics(self.metrics)]
+            self.models = dict(resolve_models(dict(models), memory_budget=settings.get("memory_budget")))
+        except AscendEvalError as exc:
+            self.failure = exc
+        context = ray.get_runtime_context()
+        self.worker = context.get_actor_id() or ""
+        self.node = context.get_node_id()
+        self.pid = os.getpid()
+        self.restarted = False
+        with contextlib.suppress(Exception), warnings.catch_warnings():
+            # A question to the cluster's state, only informative; Ray 2.60's own code for it warns about
+            # a deprecated call it makes.
+            warnings.simplefilter("ignore")
+            self.restarted = bool(context.was_current_actor_reconstructed)
+
+    def __call__(self, batch: Any) -> Any:
+        import pyarrow as pa
+
+        if self.failure is not None:
+            raise self.failure
+        rows = batch_rows(self.kind, batch, list(self.roles))
+        columns: dict[str, list[Any]] = {ROW: [], LANGUAGE: [], STAGES: [], PROMPTS: []}
+        fields = [pa.field(ROW, pa.binary()), pa.field(LANGUAGE, pa.string())]
+        fields += [pa.field(STAGES, pa.string()), pa.field(PROMPTS, pa.string())]
+        if rows:
+            samples = [make_sample(i, row, self.roles) for i, row in enumerate(rows)]
+            data = Dataset(samples, columns=list(self.roles), source="a Ray batch", column_roles=self.roles)
+            result = evaluate(
+                data,
+                self.metrics,
+                judge=self.models.get("judge"),
+                embedder=self.models.get("embedder"),
+                cross_encoder=self.models.get("reranker"),
+                progress=False,
+                **self.settings,
+            )
+            columns[ROW] = [pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL) for row in rows]
+            columns[LANGUAGE] = list(result.languages)
+            stages = {label: asdict(stats) for label, stats in result.stages.items()}
+            columns[STAGES] = [json.dumps(stages)] + [""] * (len(rows) - 1)
+            columns[PROMPTS] = [json.dumps(result.provenance["prompts"])] + [""] * (len(rows) - 1)
+            for name in self.names:
+                outcomes = result.results[name]
+                columns[score_column(name)] = [r.score for r in outcomes]
+                columns[reason_column(name)] = [json.dumps(r.reason) for r in outcomes]
+                details = [json.dumps(r.details, ensure_ascii=False, default=str) for r in outcomes]
+                columns[details_column(name)] = details
+        for name in self.names:
+            columns.setdefault(score_column(name), [])
+            columns.setdefault(reason_column(name), [])
+            columns.setdefault(details_column(name), [])
+            fields.append(pa.field(score_column(name), pa.float64()))
+            fields.append(pa.field(reason_column(name), pa.string()))
+            fields.append(pa.field(details_column(name), pa.string()))
+        columns[WORKER] = [self.worker] * len(rows)
+        columns[NODE] = [self.node] * len(rows)
+        columns[PID] = [self.pid] * len(rows)
+        columns[RESTARTED] = [self.restarted] * len(rows)
+        fields += [pa.field(WORKER, pa.string()), pa.field(NODE, pa.string()), pa.field(PID, pa.int64())]
+        fields.append(pa.field(RESTARTED, pa.bool_()))
+        return pa.table(columns, schema=pa.schema(fields))
+
+    def __del__(self) -> None:
+        # Ray Data drops the actor's callable when the run ends: close what this actor built (HTTP pools,
+        # engines). A killed actor never gets here; its operating system does the rest.
+        for model in getattr(self, "models", {}).values():
+            close = getattr(model, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):  # shutting down: nothing left to report to
+                    close()

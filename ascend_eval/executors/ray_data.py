@@ -1,0 +1,469 @@
+"""The Ray executor, driver side: `score_on_ray` reads the dataset as a Ray Dataset, scores it on a pool of
+actors (`ascend_eval.executors.ray_actor.BatchScorer`: one engine per actor, models built once), and streams
+the scored samples back in dataset order.
+
+* The dataset is read where it lies: `.parquet` with `read_parquet`, `.jsonl` with `read_text` (each line
+  parsed with `json` in the actor, so cells keep their JSON types), `.csv` with `read_csv` with every column
+  as text and only an empty cell as null (as our CSV reader keeps cells); a DataFrame, a Hugging Face
+  dataset and in-memory rows come from the driver. The driver has already validated it with our readers.
+* One actor per accelerator where the models run on one (`num_gpus=1`, or the custom resource `NPU` on
+  Ascend), else one per node (at least two where the cluster has two CPUs): see `default_workers`.
+* An endpoint judge (a URL) is shared by all actors: each gets its share of the spec's `parallelism`.
+* A killed actor is restarted by Ray and its batch runs again; answered requests come from the node's
+  request cache, so only those in flight at the kill are sent again.
+
+Ray is imported only when `score_on_ray` runs; without it that is a `MissingDependencyError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import math
+import os
+import pickle
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ascend_eval.data.cells import make_sample
+from ascend_eval.data.formats import read_file
+from ascend_eval.data.objects import is_type, read_mapping, rows_from_items
+from ascend_eval.engine.stats import StageStats
+from ascend_eval.examples import builtin_dataset
+from ascend_eval.executors.ray_actor import (
+    LANGUAGE,
+    NODE,
+    PID,
+    PROMPTS,
+    RESTARTED,
+    ROW,
+    STAGES,
+    WORKER,
+    BatchScorer,
+    details_column,
+    merge_stage,
+    reason_column,
+    score_column,
+)
+from ascend_eval.metrics import MetricResult, resolve_metrics
+from ascend_eval.models.device import DEVICE_ENV
+from ascend_eval.models.errors import AscendEvalError, ConfigError, DataError, MissingDependencyError
+from ascend_eval.models.factory import JUDGE_PARALLELISM, spec_for
+from ascend_eval.models.http import EndpointConfig
+from ascend_eval.models.spec import ModelSpec
+from ascend_eval.streaming.records import ScoredSample
+
+__all__ = ["RAY_INSTALL", "RayRun", "default_workers", "score_on_ray"]
+
+logger = logging.getLogger("ascend_eval.executors")
+
+RAY_INSTALL = "pip install 'ascend-eval[ray]'"
+
+ARGUMENTS = {"judge": "judge", "embedder": "embedder", "reranker": "cross_encoder"}
+"""Role -> the evaluate() keyword argument that gives its model."""
+SETTINGS = ("cache_dir", "language", "ragas_compat", "judge_mode", "chunk_size", "dedupe", "memory_budget")
+"""The evaluate() keyword arguments each actor passes on as they are (the models it builds itself)."""
+ENDPOINT_PARALLELISM = next(f.default for f in dataclasses.fields(EndpointConfig) if f.name == "parallelism")
+"""Requests in flight at an embedding or ranking server by default (a judge's is `JUDGE_PARALLELISM`)."""
+READ_CPUS = 0
+"""CPUs a read task reserves. Reading is light next to scoring, and the scoring actors reserve their CPUs
+for the whole run: a read that waited for a free CPU would wait for ever on a node the actors fill."""
+
+
+def import_ray() -> Any:
+    """The `ray` module with Ray Data loaded, or a `MissingDependencyError` that says what to install."""
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"The Ray executor needs Ray Data, which is not installed. Install it with {RAY_INSTALL}, or run "
+            "without Ray (the local executor)."
+        ) from exc
+    return ray
+
+
+class RayRun:
+    """The scored samples of a Ray run, in dataset order, as they arrive (iterate once).
+
+    After the iteration: `stages` (label -> `StageStats`, summed over every batch), `prompt_tags` (every
+    prompt name@version used), `workers` (how many actors scored batches), `nodes` (their node ids) and
+    `processes` (how many actor processes ran: more than `workers` when Ray restarted one).
+    """
+
+    def __init__(
+        self,
+        dataset: Any,
+        *,
+        roles: Mapping[str, str],
+        count: int,
+        metrics: Sequence[str],
+        ray: Any,
+        owns_ray: bool,
+    ) -> None:
+        self.count = count
+        self.metrics = list(metrics)
+        self.stages: dict[str, StageStats] = {}
+        self.prompt_tags: set[str] = set()
+        self.nodes: set[str] = set()
+        self._dataset = dataset
+        self._roles = dict(roles)
+        self._ray = ray
+        self._owns_ray = owns_ray
+        self._workers: set[str] = set()
+        self._processes: set[tuple[str, int]] = set()
+        self._restarted: set[str] = set()
+        self._started = False
+
+    @property
+    def workers(self) -> int:
+        return len(self._workers)
+
+    @property
+    def processes(self) -> int:
+        return len(self._processes)
+
+    @property
+    def restarted(self) -> int:
+        return len(self._restarted)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[ScoredSample]:
+        if self._started:
+            raise RuntimeError("A RayRun is iterated once; call score_on_ray again to score again.")
+        self._started = True
+        stages: dict[str, dict[str, Any]] = {}
+        position = 0
+        try:
+            for block in self._dataset.iter_batches(batch_format="pyarrow", batch_size=None):
+                for record in block.to_pylist():
+                    yield self._scored(position, record, stages)
+                    position += 1
+        except Exception as exc:
+            cause = _our_error(exc)
+            if cause is not None and cause is not exc:
+                raise cause from None
+            raise
+        finally:
+            self.stages = {label: StageStats(**fields) for label, fields in stages.items()}
+            self.close()
+        if position != self.count:
+            raise DataError(
+                f"Ray read {position} rows of a dataset of {self.count}: its reader and ours disagree on "
+                "this file. Run it without Ray, or convert it to .jsonl or .parquet."
+            )
+
+    def close(self) -> None:
+        """Disconnect from (or stop) the Ray that `score_on_ray` started; a Ray the caller started stays."""
+        if self._owns_ray:
+            self._owns_ray = False
+            self._ray.shutdown()
+
+    def _scored(
+        self, position: int, record: Mapping[str, Any], stages: dict[str, dict[str, Any]]
+    ) -> ScoredSample:
+        if record[STAGES]:
+            for label, fields in json.loads(record[STAGES]).items():
+                stages[label] = merge_stage(stages.get(label, {}), fields)
+            self.prompt_tags.update(json.loads(record[PROMPTS]))
+        self._workers.add(record[WORKER])
+        self._processes.add((record[NODE], record[PID]))
+        self.nodes.add(record[NODE])
+        if record[RESTARTED]:
+            self._restarted.add(record[WORKER])
+        results = {
+            name: MetricResult(
+                record[score_column(name)],
+                json.loads(record[reason_column(name)]),
+                json.loads(record[details_column(name)]),
+            )
+            for name in self.metrics
+        }
+        sample = make_sample(position, pickle.loads(record[ROW]), self._roles)
+        return ScoredSample(position, sample, record[LANGUAGE], results)
+
+
+def _our_error(exc: BaseException) -> AscendEvalError | None:
+    """The library error an actor raised, as raised there: the innermost one in what Ray wrapped it in (a
+    `RayTaskError` that is also of the error's class, with the error itself as its `cause`)."""
+    found: AscendEvalError | None = None
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, AscendEvalError):
+            found = current
+        seen.add(id(current))
+        current = getattr(current, "cause", None) or current.__cause__
+    return found
+
+
+def score_on_ray(
+    source: Any,
+    *,
+    roles: Mapping[str, str],
+    count: int,
+    metrics: Sequence[str],
+    evaluate_kwargs: Mapping[str, Any],
+    address: str | None = None,
+    num_workers: int | None = None,
+    batch_size: int = 64,
+    num_cpus_per_worker: float = 1.0,
+    progress: bool = False,
+) -> RayRun:
+    """Score `source` on a Ray cluster; the scored samples stream back in dataset order.
+
+    Args:
+        source: the dataset as given to evaluate() (already validated by the caller): a path to a
+            .jsonl/.csv/.parquet/.json file (on storage every node reads), a pandas DataFrame, a Hugging
+            Face `datasets.Dataset`, a list of rows, a columnar dict or a built-in dataset name.
+        roles: source column -> role (`ascend_eval.data.columns.column_roles`).
+        count: the number of rows (checked against what Ray read).
+        metrics: the metric names.
+        evaluate_kwargs: the picklable evaluate() arguments: judge, embedder, cross_encoder (names, paths,
+            URLs, `ModelSpec`s, or picklable runtimes), judge_backend, embedder_backend,
+            cross_encoder_backend, device, memory_budget, cache_dir (a folder on each node's own disk;
+            relative to the driver's working directory), language, ragas_compat, judge_mode, chunk_size,
+            dedupe.
+        address: None: the Ray this process is connected to, else the one RAY_ADDRESS names, else a new
+            local one (as many CPUs as this machine, at least one per worker); "auto", "host:port" or
+            "ray://host:port": that cluster.
+        num_workers: actors (default `default_workers`).
+        batch_size: rows per actor call (each call is one evaluate() of that many samples).
+        num_cpus_per_worker: CPUs each actor reserves where the models run on no accelerator.
+        progress: show Ray Data's progress bars.
+
+    Raises:
+        MissingDependencyError: Ray is not installed.
+        ConfigError: the cluster cannot hold `num_workers` actors, or a model argument is invalid.
+    """
+    ray = import_ray()
+    if batch_size < 1:
+        raise ConfigError(f"batch_size={batch_size}; it must be at least 1.")
+    if num_workers is not None and num_workers < 1:
+        raise ConfigError(f"num_workers={num_workers}; it must be at least 1.")
+    chosen = resolve_metrics(list(metrics))
+    needed = sorted(set().union(*(m.roles for m in chosen)))
+    models = {
+        role: spec_for(
+            evaluate_kwargs.get(ARGUMENTS[role]),
+            role,  # type: ignore[arg-type]
+            backend=evaluate_kwargs.get(f"{ARGUMENTS[role]}_backend", "auto"),
+        )
+        for role in needed
+    }
+    requested = evaluate_kwargs.get("device") or os.environ.get(DEVICE_ENV) or "auto"
+    owns_ray = connect(ray, address, num_cpus=max(os.cpu_count() or 1, num_workers or 1))
+    try:
+        placement = placement_of(models, requested, ray.cluster_resources())
+        workers = num_workers or default_workers(ray, placement)
+        remote = actor_resources(ray, placement, workers, num_cpus_per_worker)
+        settings = {name: evaluate_kwargs[name] for name in SETTINGS if name in evaluate_kwargs}
+        if isinstance(settings.get("cache_dir"), str | os.PathLike):
+            settings["cache_dir"] = str(Path(settings["cache_dir"]).expanduser().absolute())
+        kind, dataset = read_source(ray, source, roles, blocks=max(1, math.ceil(count / batch_size)))
+        constructor = {
+            "kind": kind,
+            "roles": dict(roles),
+            "metrics": list(metrics),
+            "models": {role: for_actor(spec, placement, workers) for role, spec in models.items()},
+            "settings": settings,
+        }
+        with warnings.catch_warnings():
+            # Ray Data 2.60 already defaults both to -1 for actors and deprecates passing remote arguments
+            # this way; they are stated so that no change of default can take away the restarts.
+            warnings.filterwarnings("ignore", message=".*ray_remote_args.*deprecated", category=Warning)
+            scored = dataset.map_batches(
+                BatchScorer,
+                fn_constructor_kwargs=constructor,
+                batch_size=batch_size,
+                batch_format="pandas" if kind == "pandas" else "pyarrow",
+                zero_copy_batch=True,
+                compute=ray.data.ActorPoolStrategy(size=workers),
+                max_restarts=-1,
+                max_task_retries=-1,
+                **remote,
+            )
+        context = scored.context
+        context.execution_options.preserve_order = True
+        context.enable_progress_bars = progress
+        context.raise_original_map_exception = True  # our error, not "UDF failed to process a data block"
+    except BaseException:
+        if owns_ray:
+            ray.shutdown()
+        raise
+    logger.info("Ray executor: %d %s actor(s), %d rows, batches of %d", workers, placement, count, batch_size)
+    names = [m.name for m in chosen]
+    return RayRun(scored, roles=roles, count=count, metrics=names, ray=ray, owns_ray=owns_ray)
+
+
+def connect(ray: Any, address: str | None, *, num_cpus: int) -> bool:
+    """Connect to (or start) Ray; True when this call did, so that the run disconnects at its end."""
+    if ray.is_initialized():
+        return False  # the caller's Ray: used as it is, and left running
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False)
+    else:
+        ray.init(address=address)
+    return True
+
+
+def placement_of(models: Mapping[str, Any], requested: str, resources: Mapping[str, float]) -> str:
+    """Where the actors' models run: "cuda", "npu" or "cpu". A local model follows its spec's device, else
+    `requested`; "auto" is the cluster's accelerator (an NPU before a GPU), if it has one. Endpoints and
+    runtimes given as objects run on the CPU as far as the actors are concerned."""
+    kinds: set[str] = set()
+    for spec in models.values():
+        if not isinstance(spec, ModelSpec) or spec.is_endpoint:
+            continue
+        device = (spec.device or requested).split(":")[0]
+        if device == "auto":
+            device = "npu" if resources.get("NPU") else "cuda" if resources.get("GPU") else "cpu"
+        kinds.add(device)
+    for kind in ("npu", "cuda"):
+        if kind in kinds:
+            if len(kinds - {"cpu"}) > 1:
+                raise ConfigError(f"The models ask for NPUs and GPUs ({sorted(kinds)}); choose one device.")
+            return kind
+    return "cpu"
+
+
+def default_workers(ray: Any, placement: str) -> int:
+    """One actor per accelerator where the models run on one. Otherwise one per node that has CPUs, and
+    at least min(2, CPUs): an actor is one engine process, which already keeps an endpoint's whole
+    parallelism in flight, so more than one per node mostly splits that parallelism thinner, while one per
+    node uses every node's request cache; two on a single machine let its Python side (prompts, parsing,
+    cache) run on two cores."""
+    resources = ray.cluster_resources()
+    if placement != "cpu":
+        return max(1, int(resources.get("NPU" if placement == "npu" else "GPU", 0)))
+    nodes = sum(1 for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0)
+    return max(1, nodes, min(2, int(resources.get("CPU", 1))))
+
+
+def actor_resources(ray: Any, placement: str, workers: int, num_cpus: float) -> dict[str, Any]:
+    """Each actor's reservation; a cluster that cannot hold `workers` of them is a ConfigError now rather
+    than a run that waits for ever."""
+    resources = ray.cluster_resources()
+    name, need, remote = {
+        "cuda": ("GPU", 1.0, {"num_gpus": 1}),
+        "npu": ("NPU", 1.0, {"resources": {"NPU": 1}}),
+        "cpu": ("CPU", num_cpus, {"num_cpus": num_cpus}),
+    }[placement]
+    have = resources.get(name, 0)
+    if workers * need > have + 1e-9:
+        raise ConfigError(
+            f"num_workers={workers} actors need {workers * need:g} {name} and the Ray cluster has {have:g}. "
+            f"Pass num_workers={max(1, int(have // need)) if need else 1} or add nodes."
+        )
+    return remote
+
+
+def for_actor(spec: Any, placement: str, workers: int) -> Any:
+    """What an actor builds for a role: an endpoint with its share of the parallelism; a local model on
+    the actor's own device (Ray narrows the visible accelerators to the one it reserved, so an index
+    given for the whole machine would point elsewhere); a runtime object as it is."""
+    if not isinstance(spec, ModelSpec):
+        return spec
+    if spec.is_endpoint:
+        base = spec.parallelism or (JUDGE_PARALLELISM if spec.role == "judge" else ENDPOINT_PARALLELISM)
+        return spec.replace(parallelism=max(1, base // workers))
+    device = spec.device.split(":")[0] if spec.device else None
+    if device in (None, "auto") or (device != "cpu" and device == placement):
+        return spec.replace(device=placement)
+    return spec
+
+
+def read_source(ray: Any, source: Any, roles: Mapping[str, str], *, blocks: int) -> tuple[str, Any]:
+    """`source` as a Ray Dataset of about `blocks` blocks, and how its batches hold rows (`KINDS`)."""
+    if isinstance(source, str) and not Path(source).exists() and (builtin := builtin_dataset(source)):
+        source = builtin
+    if isinstance(source, str | os.PathLike):
+        path = Path(os.fspath(source)).expanduser().absolute()
+        extension = path.suffix.lower()
+        if extension == ".parquet":
+            return "arrow", read_parquet(ray, path, blocks)
+        if extension == ".jsonl":
+            text = ray.data.read_text(
+                str(path), encoding="utf-8-sig", num_cpus=READ_CPUS, override_num_blocks=blocks
+            )
+            return "jsonl", text
+        if extension == ".csv":
+            return "arrow", read_csv_as_text(ray, path, list(roles), blocks)
+        _, rows, _ = read_file(path)  # .json: one document, parsed whole by our reader
+        return "pickled", pickled_rows(ray, rows, blocks)
+    if is_type(source, "pandas", "DataFrame"):
+        frame = source
+        if any(not isinstance(name, str) for name in frame.columns):
+            frame = frame.set_axis([str(name) for name in frame.columns], axis=1)
+        size = max(1, math.ceil(len(frame) / blocks))
+        parts = [frame.iloc[start : start + size] for start in range(0, len(frame), size)] or [frame]
+        with data_context(ray, enable_tensor_extension_casting=False):  # cells stay as pandas holds them
+            return "pandas", ray.data.from_pandas(parts)
+    if is_type(source, "datasets", "DatasetDict", "IterableDatasetDict"):
+        (source,) = source.values()  # one split: the caller's reader refused several
+    if is_type(source, "datasets", "Dataset", "IterableDataset"):
+        return "arrow", ray.data.from_huggingface(source, override_num_blocks=blocks)
+    if isinstance(source, Mapping):
+        _, rows, _ = read_mapping(source, "dict")
+    elif hasattr(source, "samples") and not isinstance(source, str | bytes):
+        rows = rows_from_items(source.samples, "EvaluationDataset.samples")
+    else:
+        rows = rows_from_items(source, "list")
+    return "pickled", pickled_rows(ray, rows, blocks)
+
+
+def read_parquet(ray: Any, path: Path, blocks: int) -> Any:
+    """A Parquet file through Ray's first reader: the newer one (Ray 2.5x, `use_datasource_v2`) lists files
+    in a task that reserves a whole CPU, which never starts on a cluster whose CPUs the actors hold."""
+    with data_context(ray, use_datasource_v2=False):
+        return ray.data.read_parquet(str(path), num_cpus=READ_CPUS, override_num_blocks=blocks)
+
+
+@contextlib.contextmanager
+def data_context(ray: Any, **settings: Any) -> Iterator[None]:
+    """Ray Data settings for the datasets created inside (each copies the current context when created),
+    restored afterwards; a setting this Ray does not have is skipped."""
+    context = ray.data.DataContext.get_current()
+    saved = {name: getattr(context, name) for name in settings if hasattr(context, name)}
+    for name in saved:
+        setattr(context, name, settings[name])
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(context, name, value)
+
+
+def read_csv_as_text(ray: Any, path: Path, columns: Sequence[str], blocks: int) -> Any:
+    """A CSV file with every cell as the exact text written and only an empty cell as null, as our CSV
+    reader reads it (pyarrow would otherwise infer numbers and read "NA" or "null" as missing)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    convert = pacsv.ConvertOptions(
+        column_types={name: pa.string() for name in columns},
+        null_values=[""],
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=True,
+    )
+    parse = pacsv.ParseOptions(newlines_in_values=True)
+    return ray.data.read_csv(
+        str(path),
+        parse_options=parse,
+        convert_options=convert,
+        num_cpus=READ_CPUS,
+        override_num_blocks=blocks,
+    )
+
+
+def pickled_rows(ray: Any, rows: Sequence[Mapping[str, Any]], blocks: int) -> Any:
+    """In-memory rows as a Ray Dataset of one pickled row per record: Ray would otherwise turn each row into
+    Arrow values and change cells (nested objects with different keys, mixed types, tuples)."""
+    items = [{ROW: pickle.dumps(dict(row), protocol=pickle.HIGHEST_PROTOCOL)} for row in rows]
+    return ray.data.from_items(items, override_num_blocks=blocks)
