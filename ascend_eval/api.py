@@ -10,40 +10,32 @@ from __future__ import annotations
 import logging
 import platform
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from ascend_eval.engine import Backends, Engine, RequestCache, RoundStats
-from ascend_eval.engine.scheduler import Plan
+from ascend_eval.data.columns import column_roles
+from ascend_eval.data.objects import union_keys
+from ascend_eval.engine import Backends
 from ascend_eval.engine.tracing import TraceArg, run_attributes, tracer_for
 from ascend_eval.examples import builtin_dataset
-from ascend_eval.metrics import Metric, PlanContext, resolve_metrics
+from ascend_eval.metrics import Metric, resolve_metrics
 from ascend_eval.models.base import GenerationParams
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.factory import ModelArg, check, resolve_models
 from ascend_eval.models.lazy import is_loaded, runtime_of
 from ascend_eval.models.spec import Backend
-from ascend_eval.models.weights.paths import cache_root
 from ascend_eval.results import EvaluationResult, check_output_dir
-from ascend_eval.streaming.sink import Collector, FileSink, MemorySink
+from ascend_eval.streaming.local import open_cache, score_samples
+from ascend_eval.streaming.sink import FileSink, MemorySink
 from ascend_eval.streaming.source import SampleStream, check_samples, open_samples
-from ascend_eval.text.language import detect_language
 
 logger = logging.getLogger("ascend_eval")
 
-CACHE_FILE = "requests.sqlite"
 
 Executor = Literal["local", "ray"]
-
-
-def _cache(cache_dir: str | Path | Literal[False] | None) -> RequestCache:
-    if cache_dir is False:
-        return RequestCache(None)
-    root = cache_root() / "requests" if cache_dir is None else Path(cache_dir)
-    return RequestCache(root / CACHE_FILE)
 
 
 def _versions() -> dict[str, str]:
@@ -228,7 +220,7 @@ def evaluate(
             )  # fmt: skip
         finally:
             sink.close()
-    cache = _cache(cache_dir)
+    cache = open_cache(cache_dir)
 
     wanted: dict[str, ModelArg] = {"judge": judge, "embedder": embedder, "reranker": cross_encoder}
     built = resolve_models(
@@ -247,35 +239,6 @@ def evaluate(
         for b in (backends.judge, backends.embedder, backends.reranker)
         if b is not None and id(b) not in given
     ]
-    rounds: list[RoundStats] = []
-
-    def record(stats: RoundStats) -> None:
-        rounds.append(stats)
-        if on_round is not None:
-            on_round(stats)
-
-    engine = Engine(
-        backends,
-        cache,
-        chunk_size=chunk_size,
-        dedupe=dedupe,
-        progress=progress,
-        on_round=record,
-        on_progress=on_progress,
-        tracer=tracer,
-    )
-    collector = Collector(names, sink.add)
-
-    def plans() -> Iterator[tuple[tuple[int, str], Plan]]:
-        """Every (sample, metric) plan, made only as the engine starts it: the dataset is read as the
-        run goes and no more than the engine's live plans exist at once."""
-        for i, sample in enumerate(stream):
-            lang = detect_language(sample.language_text()) if language == "auto" else language
-            ctx = PlanContext(lang, ragas_compat, judge_mode)  # type: ignore[arg-type]
-            collector.expect(i, sample, lang)
-            for m in chosen:
-                yield (i, m.name), m.plan(sample, ctx)
-
     devices: dict[str, dict[str, Any]] = {}
     opened = run_attributes(
         samples=count, source=stream.source, metrics=names, judge_mode=judge_mode, language=language
@@ -283,7 +246,11 @@ def evaluate(
     with tracer.run(opened) as run_span:
         run_span.set_models({role: getattr(b, "model_id", None) for role, b in built.items()})
         try:
-            engine.run(plans(), total=count * len(chosen), on_outcome=collector.outcome)
+            done = score_samples(
+                stream, count, chosen, backends, cache, sink.add,
+                language=language, ragas_compat=ragas_compat, judge_mode=judge_mode, chunk_size=chunk_size,
+                dedupe=dedupe, progress=progress, on_round=on_round, on_progress=on_progress, tracer=tracer,
+            )  # fmt: skip
         except KeyboardInterrupt:
             if cache.enabled:
                 logger.warning(
@@ -302,11 +269,11 @@ def evaluate(
                 if close is not None:
                     close()
         result = sink.finish(
-            rounds=rounds,
-            stages=dict(engine.stages),
+            rounds=done.rounds,
+            stages=done.stages,
             provenance=_provenance(
                 {role: getattr(b, "model_id", None) for role, b in built.items()},
-                engine.prompt_tags,
+                done.prompt_tags,
                 devices=devices,
                 cache=cache.path,
                 **run_facts,
@@ -314,7 +281,7 @@ def evaluate(
             wall_seconds=time.perf_counter() - t0,
         )
         if tracer.enabled:  # the scores of a stored run are read from disk only when a span wants them
-            run_span.finished({m: result[m] for m in names}, engine.stages)
+            run_span.finished({m: result[m] for m in names}, done.stages)
     return result
 
 
@@ -335,9 +302,13 @@ def _on_ray(
     same sink as a local run's."""
     from ascend_eval.executors.ray_data import score_on_ray
 
+    source, roles = stream.origin, stream.roles
+    if stream.kind == "dataset":  # samples built already (a job's): sent as rows under our column names
+        source = list(stream.rows())
+        roles = column_roles(union_keys(source), None)
     run = score_on_ray(
-        stream.origin,
-        roles=stream.roles,
+        source,
+        roles=roles,
         count=count,
         metrics=[m.name for m in chosen],
         evaluate_kwargs=evaluate_kwargs,
@@ -346,8 +317,8 @@ def _on_ray(
     )
     for scored in run:
         sink.add(scored)
-    provenance = provenance_of(dict(getattr(run, "models", {}) or {}), set(run.prompt_tags))
-    provenance["workers"] = run.workers
+    provenance = provenance_of(dict(run.models), set(run.prompt_tags))
+    provenance["ray"] = {"workers": run.workers, "nodes": len(run.nodes), "restarted": run.restarted}
     return sink.finish(
         rounds=[], stages=dict(run.stages), provenance=provenance, wall_seconds=time.perf_counter() - t0
     )

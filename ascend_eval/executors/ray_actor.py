@@ -2,7 +2,8 @@
 back (`ascend_eval.executors.ray_data` is the driver side).
 
 Each actor builds its model runtimes once, in `__init__`, and scores every batch it is given with our own
-engine (`evaluate()` on the batch, with the runtimes it built and the node's request cache), so a batch
+engine (`ascend_eval.streaming.local.score_samples`, as `evaluate()` runs it, with the runtimes it built
+and the node's request cache), so a batch
 scores exactly as the same samples would in one local run. A batch is a block of raw rows as Ray read them;
 the actor turns them into samples with the same cell conversion `load_dataset` uses (`make_sample`), and
 hands back, per row, the row itself (pickled, so the driver rebuilds the sample with its dataset position),
@@ -22,14 +23,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from ascend_eval.api import evaluate
-from ascend_eval.data import Dataset
 from ascend_eval.data.cells import make_sample
+from ascend_eval.engine import Backends
 from ascend_eval.metrics import resolve_metrics
 from ascend_eval.models.errors import AscendEvalError
 from ascend_eval.models.factory import resolve_models
+from ascend_eval.streaming.local import open_cache, score_samples
+from ascend_eval.streaming.records import ScoredSample
 
-ROW, LANGUAGE, STAGES, PROMPTS = "row", "language", "stages", "prompts"
+ROW, LANGUAGE, STAGES, PROMPTS, MODELS = "row", "language", "stages", "prompts", "models"
 WORKER, NODE, PID, RESTARTED = "worker", "node", "pid", "restarted"
 """Columns of every scored batch besides the metrics' own (`score_column` and friends)."""
 
@@ -114,12 +116,15 @@ class BatchScorer:
         self.kind = kind
         self.roles = dict(roles)
         self.metrics = list(metrics)
-        self.settings = {k: v for k, v in settings.items() if k != "memory_budget"}
+        self.settings = {k: v for k, v in settings.items() if k not in ("memory_budget", "cache_dir")}
+        self.cache_dir = settings.get("cache_dir")
         self.failure: AscendEvalError | None = None
         self.models: dict[str, Any] = {}
+        self.chosen: list[Any] = []
         self.names: list[str] = []
         try:
-            self.names = [m.name for m in resolve_metrics(self.metrics)]
+            self.chosen = resolve_metrics(self.metrics)
+            self.names = [m.name for m in self.chosen]
             self.models = dict(resolve_models(dict(models), memory_budget=settings.get("memory_budget")))
         except AscendEvalError as exc:
             self.failure = exc
@@ -140,28 +145,32 @@ class BatchScorer:
         if self.failure is not None:
             raise self.failure
         rows = batch_rows(self.kind, batch, list(self.roles))
-        columns: dict[str, list[Any]] = {ROW: [], LANGUAGE: [], STAGES: [], PROMPTS: []}
+        columns: dict[str, list[Any]] = {ROW: [], LANGUAGE: [], STAGES: [], PROMPTS: [], MODELS: []}
         fields = [pa.field(ROW, pa.binary()), pa.field(LANGUAGE, pa.string())]
-        fields += [pa.field(STAGES, pa.string()), pa.field(PROMPTS, pa.string())]
+        fields += [pa.field(name, pa.string()) for name in (STAGES, PROMPTS, MODELS)]
         if rows:
             samples = [make_sample(i, row, self.roles) for i, row in enumerate(rows)]
-            data = Dataset(samples, columns=list(self.roles), source="a Ray batch", column_roles=self.roles)
-            result = evaluate(
-                data,
-                self.metrics,
+            scored: list[ScoredSample] = []
+            backends = Backends(
                 judge=self.models.get("judge"),
                 embedder=self.models.get("embedder"),
-                cross_encoder=self.models.get("reranker"),
-                progress=False,
-                **self.settings,
+                reranker=self.models.get("reranker"),
             )
+            # This node's request cache, opened per batch: Ray calls the actor from another thread than
+            # the one that built it, and a SQLite connection stays on its thread.
+            with open_cache(self.cache_dir) as cache:
+                done = score_samples(
+                    samples, len(samples), self.chosen, backends, cache, scored.append, **self.settings
+                )
             columns[ROW] = [pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL) for row in rows]
-            columns[LANGUAGE] = list(result.languages)
-            stages = {label: asdict(stats) for label, stats in result.stages.items()}
+            columns[LANGUAGE] = [s.language for s in scored]
+            stages = {label: asdict(stats) for label, stats in done.stages.items()}
             columns[STAGES] = [json.dumps(stages)] + [""] * (len(rows) - 1)
-            columns[PROMPTS] = [json.dumps(result.provenance["prompts"])] + [""] * (len(rows) - 1)
+            columns[PROMPTS] = [json.dumps(sorted(done.prompt_tags))] + [""] * (len(rows) - 1)
+            ids = {role: getattr(model, "model_id", None) for role, model in self.models.items()}
+            columns[MODELS] = [json.dumps(ids)] + [""] * (len(rows) - 1)
             for name in self.names:
-                outcomes = result.results[name]
+                outcomes = [s.results[name] for s in scored]
                 columns[score_column(name)] = [r.score for r in outcomes]
                 columns[reason_column(name)] = [json.dumps(r.reason) for r in outcomes]
                 details = [json.dumps(r.details, ensure_ascii=False, default=str) for r in outcomes]

@@ -36,6 +36,7 @@ from ascend_eval.engine.stats import StageStats
 from ascend_eval.examples import builtin_dataset
 from ascend_eval.executors.ray_actor import (
     LANGUAGE,
+    MODELS,
     NODE,
     PID,
     PROMPTS,
@@ -109,6 +110,8 @@ class RayRun:
         self.metrics = list(metrics)
         self.stages: dict[str, StageStats] = {}
         self.prompt_tags: set[str] = set()
+        self.models: dict[str, str | None] = {}
+        """role -> the model identity the actors built (part of every request's cache key)."""
         self.nodes: set[str] = set()
         self._dataset = dataset
         self._roles = dict(roles)
@@ -172,6 +175,7 @@ class RayRun:
             for label, fields in json.loads(record[STAGES]).items():
                 stages[label] = merge_stage(stages.get(label, {}), fields)
             self.prompt_tags.update(json.loads(record[PROMPTS]))
+            self.models.update(json.loads(record[MODELS]))
         self._workers.add(record[WORKER])
         self._processes.add((record[NODE], record[PID]))
         self.nodes.add(record[NODE])

@@ -161,8 +161,8 @@ def _run_pipeline(
             "This dataset lacks contexts or answers and this installation has no RAG pipeline "
             "(ascend_eval.pipeline). Give contexts and answers in the data."
         ) from e
-    from ascend_eval.api import CACHE_FILE
     from ascend_eval.engine import RequestCache
+    from ascend_eval.streaming.local import CACHE_FILE
 
     settings: dict[str, Any] = {"top_k": spec.metric_params.top_k}
     if spec.metric_params.truncate_long_documents:
