@@ -22,7 +22,9 @@ def test_smoke(tmp_path):
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads((tmp_path / "ray.json").read_text())
-    assert report["local"]["scores"] == {"faithfulness": 40, "answer_similarity": 40}
+    assert report["local"]["samples"] == report["evaluate_ray"]["samples"] == 40
+    assert report["same_aggregates"] and report["local"]["aggregates"] == report["evaluate_ray"]["aggregates"]
+    assert [a["count"] + a["nan_count"] for a in report["local"]["aggregates"]] == [40, 40]
     assert report["ray"]["scored"] == 40 and report["ray"]["workers"] == 1
-    assert report["ratio"] == report["ray"]["wall_s"] / report["local"]["wall_s"]
+    assert report["ratio"] == report["evaluate_ray"]["wall_s"] / report["local"]["wall_s"]
     assert "Ray's overhead per sample" in (tmp_path / "ray.md").read_text()
