@@ -272,12 +272,11 @@ class _Run:
     def go(self) -> None:
         while True:
             if not self.live:
-                self._settle()  # starts the next plans, unless answers no plan waits for hold them back
-                if not self.live:
-                    if self.exhausted:
-                        break
-                    self._wait_for_stale()
-                    continue
+                # Starts the next plans, unless the window is full of answers that no plan waits for any
+                # more (every plan that wanted them failed): then wait below for those to come back.
+                self._settle()
+                if not self.live and self.exhausted:
+                    break
             try:
                 done = self.done_queue.get(timeout=min(0.5, self.engine.progress_interval))
             except queue.Empty:
@@ -295,18 +294,6 @@ class _Run:
             self._report_progress()
         self._close_rounds(final=True)
         self._report_progress(force=True)
-
-    def _wait_for_stale(self) -> None:
-        """No plan is live, but `max_pending` answers that no plan waits for any more (every plan that
-        wanted them failed) are still out: take them back as they come, so that new plans can start."""
-        try:
-            done = self.done_queue.get(timeout=min(0.5, self.engine.progress_interval))
-        except queue.Empty:
-            self._report_progress()
-            return
-        stored: list[tuple[str, Request, Result]] = []
-        self._receive(done, stored)
-        self.engine.cache.put_many(stored)
 
     def shut_down(self) -> None:
         """Stop every lane; after an interrupt nothing waits for a call still in progress."""

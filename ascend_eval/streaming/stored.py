@@ -10,11 +10,13 @@ import sys
 from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from ascend_eval.data import Sample
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.streaming.files import result_from_row, sample_from_row
+
+T = TypeVar("T")
 
 
 class RowFile:
@@ -76,18 +78,8 @@ class RowFile:
         return self._languages
 
 
-def _positions(index: int | slice, n: int) -> int | range:
-    if isinstance(index, slice):
-        return range(*index.indices(n))
-    if index < 0:
-        index += n
-    if not 0 <= index < n:
-        raise IndexError(index)
-    return index
-
-
-class StoredSamples(Sequence[Sample]):
-    """The run's samples (id and inputs), each parsed when asked for."""
+class _RowView(Sequence[T]):
+    """A sequence over a `RowFile`'s rows, each item made from its row when indexed."""
 
     def __init__(self, rows: RowFile) -> None:
         self._rows = rows
@@ -95,40 +87,42 @@ class StoredSamples(Sequence[Sample]):
     def __len__(self) -> int:
         return len(self._rows)
 
-    @overload
-    def __getitem__(self, index: int) -> Sample: ...
+    def _item(self, row: dict[str, Any], index: int) -> T:
+        raise NotImplementedError
 
     @overload
-    def __getitem__(self, index: slice) -> list[Sample]: ...
+    def __getitem__(self, index: int) -> T: ...
 
-    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
-        where = _positions(index, len(self))
-        if isinstance(where, range):
-            return [self[i] for i in where]
-        return sample_from_row(self._rows.row(where), where)
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        n = len(self)
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(n))]
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(index)
+        return self._item(self._rows.row(index), index)
 
 
-class StoredColumn(Sequence[MetricResult]):
+class StoredSamples(_RowView[Sample]):
+    """The run's samples (id and inputs), each parsed when asked for."""
+
+    def _item(self, row: dict[str, Any], index: int) -> Sample:
+        return sample_from_row(row, index)
+
+
+class StoredColumn(_RowView[MetricResult]):
     """One metric's outcomes: `[i]` parses sample i's row (details included)."""
 
     def __init__(self, rows: RowFile, metric: str) -> None:
-        self._rows = rows
+        super().__init__(rows)
         self.metric = metric
 
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    @overload
-    def __getitem__(self, index: int) -> MetricResult: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[MetricResult]: ...
-
-    def __getitem__(self, index: int | slice) -> MetricResult | list[MetricResult]:
-        where = _positions(index, len(self))
-        if isinstance(where, range):
-            return [self[i] for i in where]
-        return result_from_row(self._rows.row(where), self.metric)
+    def _item(self, row: dict[str, Any], index: int) -> MetricResult:
+        return result_from_row(row, self.metric)
 
     def __iter__(self) -> Iterator[MetricResult]:
         with self._rows.path.open(encoding="utf-8") as f:

@@ -88,6 +88,36 @@ def test_live_plans_are_bounded(rule_judge):
     assert all(out[(i, "faithfulness")].score == 0.5 for i in range(6))
 
 
+def test_unanswered_requests_bound_new_plans_and_plans_fed_as_a_stream_all_finish(rule_judge):
+    seen: list[tuple[int, object]] = []
+    engine = Engine(Backends(judge=rule_judge), max_pending=1)
+    data = samples(6)
+    stream = (((i, "faithfulness"), Faithfulness().plan(s, EN)) for i, s in enumerate(data))
+    out = engine.run(stream, total=6, on_outcome=lambda pid, o: seen.append((pid[0], o)))
+    assert out == {}  # handed over, not kept
+    assert sorted(i for i, _ in seen) == list(range(6)) and all(o.score == 0.5 for _, o in seen)
+    # one unanswered request at a time: each plan starts only once the previous one's are answered
+    assert max(n for _, n in rule_judge.calls) <= 2
+
+
+def test_a_window_full_of_answers_no_plan_waits_for_still_lets_the_next_plans_start(rule_judge):
+    """Sample 0's verdicts fail as a whole call while sample 1's are still out: the window is held by
+    requests whose plans have ended, and the run must still reach the samples after them."""
+
+    class FailingFirst(ThreadedJudge):
+        def classify(self, requests):
+            if any("Fact 0 " in r.messages[-1].content for r in requests):
+                return ["backend down"] * len(requests)
+            time.sleep(0.05)
+            return super().classify(requests)
+
+    judge = FailingFirst(rule_judge, concurrency=2)
+    engine = Engine(Backends(judge=judge), max_pending=2, max_live_plans=2)
+    out = engine.run(plans(samples(5)))
+    assert isinstance(out[(0, "faithfulness")], PlanError)
+    assert all(out[(i, "faithfulness")].score == 0.5 for i in range(1, 5))
+
+
 def test_every_answer_is_committed_as_it_comes_back(rule_judge, tmp_path):
     """One request per call, 50 ms each: when a call starts, every answer but the one just back (which
     the engine's thread may be committing at that moment) is in the file already."""

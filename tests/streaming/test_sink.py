@@ -77,6 +77,11 @@ def test_a_run_with_a_folder_equals_the_run_in_memory(data_file, tmp_path, rule_
     assert whole["aggregate_scores"] == kept.aggregates()
     assert reloaded.results["faithfulness"][3] == kept.results["faithfulness"][3]  # details included
     assert reloaded.samples[5] == Sample(**{**kept.samples[5].model_dump(), "metadata": {}})
+    assert reloaded.samples[-1].id == kept.samples[-1].id and len(reloaded.samples) == 40
+    assert reloaded.results["faithfulness"][1:3] == list(kept.results["faithfulness"][1:3])
+    assert list(reloaded.results["faithfulness"]) == list(kept.results["faithfulness"])
+    with pytest.raises(IndexError):
+        reloaded.samples[40]
 
 
 def test_the_samples_file_grows_as_samples_are_scored(tmp_path):
