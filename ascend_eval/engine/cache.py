@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -231,64 +232,104 @@ def _open(path: Path, timeout: float) -> sqlite3.Connection:
     except OSError as e:
         raise CacheError(f"Cannot create the request cache folder {path.parent} ({e}); {_NEXT}.") from None
     _check_header(path)
-    db: sqlite3.Connection | None = None
-    try:
-        db = _connect(path, timeout)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        _ensure_layout(db, path)
-        # A write that is rolled back: the only test of writability that is honest as root too (root
-        # passes every permission check, but not a read-only mount, an immutable file or a held lock).
-        db.execute("BEGIN IMMEDIATE")
-        db.execute("INSERT OR REPLACE INTO results (key) VALUES (?)", ("",))
-        db.execute("ROLLBACK")
-    except BaseException as e:
-        if db is not None:
-            db.close()
-        if isinstance(e, sqlite3.Error):
-            raise CacheError(_describe(e, path, timeout)) from None
-        raise
-    return db
+    deadline = time.monotonic() + timeout
+    while True:
+        db: sqlite3.Connection | None = None
+        try:
+            db = _connect(path, timeout)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            _ensure_layout(db, path)
+            # A write that is rolled back: the only test of writability that is honest as root too (root
+            # passes every permission check, but not a read-only mount, an immutable file or a held lock).
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT OR REPLACE INTO results (key) VALUES (?)", ("",))
+            db.execute("ROLLBACK")
+            return db
+        except BaseException as e:
+            if db is not None:
+                db.close()
+            # Two processes opening a new cache at once (two Ray actors on one node, two runs): SQLite
+            # answers "locked" at once, without its busy wait, to the one that loses the race to switch the
+            # file to WAL. Try again until the timeout, as a held lock is waited for.
+            if _is_locked(e) and time.monotonic() < deadline:
+                time.sleep(0.05)
+                continue
+            if isinstance(e, sqlite3.Error):
+                raise CacheError(_describe(e, path, timeout)) from None
+            raise
+
+
+def _is_locked(e: BaseException) -> bool:
+    return isinstance(e, sqlite3.OperationalError) and any(
+        word in str(e).lower() for word in ("locked", "busy")
+    )
 
 
 def _check_header(path: Path) -> None:
     """Refuse a file that is not SQLite or is shorter than its own header says (cut off by a full disk
-    or a partial copy). SQLite itself only notices the latter when a missing page is read, mid-run."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise CacheError(f"Cannot read the request cache {path} ({e}); {_NEXT}.") from None
-    if size == 0:
-        return  # SQLite treats an empty file as an empty database
+    or a partial copy). SQLite itself only notices the latter when a missing page is read, mid-run.
+
+    Another process may be writing the same cache meanwhile (a second run, or Ray actors on one node): a
+    checkpoint writes the header's new page count before the pages after it, and the last connection to
+    close removes the write-ahead log. So a file that looks cut off is read again, a few times, before it
+    is refused: a truly truncated one stays so."""
+    for attempt in range(_HEADER_READS):
+        found = _read_header(path)
+        if found is None:
+            return
+        head, size = found
+        page_size = int.from_bytes(head[16:18], "big")
+        page_size = 65536 if page_size == 1 else page_size
+        pages = int.from_bytes(head[28:32], "big")
+        # The page count is valid only when the change counter matches "version-valid-for" (SQLite file
+        # format, section 1.3.7); while a write-ahead log exists, the file may lag its header legitimately.
+        if head[24:28] != head[92:96] or _wal_bytes(path) > 0 or size >= pages * page_size:
+            return
+        if attempt + 1 < _HEADER_READS:
+            time.sleep(0.05)
+            continue
+        raise CacheError(
+            f"The request cache {path} is truncated: {size} bytes, its header says {pages * page_size}. "
+            f"{_ASIDE} {_NEXT}."
+        )
+
+
+_HEADER_READS = 5
+_ASIDE = "Move it aside (or delete it) to start a new cache, or"
+
+
+def _read_header(path: Path) -> tuple[bytes, int] | None:
+    """The file's first 100 bytes and then its size (None: no file, or an empty one, a new cache)."""
     try:
         with path.open("rb") as f:
             head = f.read(100)
+            size = os.fstat(f.fileno()).st_size
+    except FileNotFoundError:
+        return None
     except OSError as e:
         raise CacheError(f"Cannot read the request cache {path} ({e}); {_NEXT}.") from None
-    aside = "Move it aside (or delete it) to start a new cache, or"
+    if size == 0 and not head:
+        return None  # SQLite treats an empty file as an empty database
     if not head.startswith(_SQLITE_MAGIC):
         raise CacheError(
             f"The request cache {path} is not a SQLite database (it starts with {head[:16]!r}). "
-            f"{aside} {_NEXT}."
+            f"{_ASIDE} {_NEXT}."
         )
     if len(head) < 100:
         raise CacheError(
-            f"The request cache {path} is truncated ({size} bytes, less than its header). {aside} {_NEXT}."
+            f"The request cache {path} is truncated ({size} bytes, less than its header). {_ASIDE} {_NEXT}."
         )
-    page_size = int.from_bytes(head[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(head[28:32], "big")
-    # The page count is valid only when the change counter matches "version-valid-for" (SQLite file
-    # format, section 1.3.7); while a write-ahead log exists, the file may lag its header legitimately.
-    wal = Path(f"{path}-wal")
-    wal_pending = wal.exists() and wal.stat().st_size > 0
-    if head[24:28] == head[92:96] and not wal_pending and size < pages * page_size:
-        raise CacheError(
-            f"The request cache {path} is truncated: {size} bytes, its header says {pages * page_size}. "
-            f"{aside} {_NEXT}."
-        )
+    return head, size
+
+
+def _wal_bytes(path: Path) -> int:
+    try:
+        return Path(f"{path}-wal").stat().st_size
+    except FileNotFoundError:  # none, or removed just now by the last connection to close
+        return 0
+    except OSError:
+        return 0
 
 
 def _ensure_layout(db: sqlite3.Connection, path: Path) -> None:

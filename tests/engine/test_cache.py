@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
 import time
 
 import numpy as np
+import pytest
 
 from ascend_eval.engine.cache import RequestCache, request_key
 from ascend_eval.models.base import (
@@ -22,6 +24,7 @@ from ascend_eval.models.base import (
     GenerationParams,
     Message,
 )
+from ascend_eval.models.errors import CacheError
 
 CHAT = (Message("user", "Is the sky blue?"),)
 
@@ -174,3 +177,82 @@ def test_stored_encoding_is_unchanged_for_existing_caches(tmp_path):
     db.close()
     for request, _, body, blob in PINNED_ROWS:
         assert stored[request_key(request, "m")] == (body, blob), request
+
+
+
+def test_processes_sharing_one_cache_all_open_and_write_it(tmp_path):
+    """Ray actors on one node (or two runs) open, write and close one cache again and again, at once.
+    Before: SQLite refused the loser of the race to switch a new file to WAL at once, without its busy
+    wait, and the header check read a file mid-checkpoint (or its log being removed) as truncated; 3 of
+    1,200 opens failed here that way under load (a race: the two tests below pin each cause down). Every
+    open must succeed."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    for attempt in range(3):
+        path = tmp_path / f"c{attempt}" / "requests.sqlite"
+        start, failures = context.Event(), context.Queue()
+        workers = [context.Process(target=_open_and_write, args=(path, start, failures)) for _ in range(6)]
+        for w in workers:
+            w.start()
+        start.set()
+        for w in workers:
+            w.join(120)
+        errors = [failures.get() for _ in range(failures.qsize())]
+        assert [w.exitcode for w in workers] == [0] * 6 and errors == [], (attempt, errors)
+        with RequestCache(path) as cache:
+            assert len(cache) == 6 * 40
+
+
+def _open_and_write(path, start, failures) -> None:
+    start.wait()
+    for i in range(40):
+        try:
+            with RequestCache(path, busy_timeout=5) as cache:
+                request = GenerateRequest((Message("user", f"{os.getpid()} {i}"),))
+                cache.put_many([(f"{os.getpid()}-{i}", request, GenerateResult("x", finish_reason="stop"))])
+        except Exception as e:  # reported to the test, which names them
+            failures.put(f"{type(e).__name__}: {e}")
+
+
+def test_an_open_refused_at_once_as_locked_is_tried_again(tmp_path, monkeypatch):
+    """The loser of the race to switch a new file to WAL gets "database is locked" at once, with no busy
+    wait: the cache tries again within its timeout instead of refusing the run."""
+    real, refused = sqlite3.connect, []
+
+    class LosesTheRaceOnce:
+        def __init__(self, db):
+            self.db = db
+
+        def execute(self, sql, *args):
+            if sql.startswith("PRAGMA journal_mode") and not refused:
+                refused.append(sql)
+                raise sqlite3.OperationalError("database is locked")
+            return self.db.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.db, name)
+
+    monkeypatch.setattr(sqlite3, "connect", lambda *args, **kwargs: LosesTheRaceOnce(real(*args, **kwargs)))
+    with RequestCache(tmp_path / "c.sqlite", busy_timeout=5) as cache:
+        assert cache.enabled and refused
+
+
+def test_a_file_read_mid_checkpoint_is_read_again_before_it_is_called_truncated(tmp_path):
+    """Another process's checkpoint writes the header's new page count before the pages after it: for a
+    moment the file is shorter than its header says. Read again, it is whole; only a file that stays short
+    is refused."""
+    import threading
+
+    path = tmp_path / "c.sqlite"
+    with RequestCache(path) as cache:
+        answers = [(f"k{i}", GenerateRequest(CHAT), GenerateResult("x" * 3000, "stop")) for i in range(20)]
+        cache.put_many(answers)
+    whole = path.read_bytes()
+    path.write_bytes(whole[:4096])  # the header (page count included) and nothing after it, for now
+    threading.Timer(0.08, lambda: path.write_bytes(whole)).start()
+    with RequestCache(path) as cache:
+        assert len(cache) == 20
+    path.write_bytes(whole[:4096])  # and one that stays short is refused
+    with pytest.raises(CacheError, match="is truncated"):
+        RequestCache(path)
