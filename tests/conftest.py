@@ -17,6 +17,10 @@ pytest_plugins = ["tests.tiny_models"]
 # No model hub exists here or in CI: any attempt to download must fail fast instead of hanging.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Nor anything to report to: Ray's usage statistics off, whose Ray Data collector otherwise keeps asking a
+# Prometheus on localhost:9090 from background threads after the Ray tests have ended.
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("RAY_DATA_USAGE_DISABLED", "1")
 
 _INPUT = re.compile(r"(?:Input|输入): (\{.*\})\n", re.DOTALL)
 
