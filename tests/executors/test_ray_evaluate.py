@@ -74,3 +74,27 @@ def test_a_job_spec_runs_on_ray_with_its_executor_field(tmp_path, local_ray, rul
     assert ray.status() == local.status() == "completed"
     assert ray.results()["aggregate_scores"] == local.results()["aggregate_scores"]
     assert ray.results()["rows"] == local.results()["rows"]
+
+
+def test_tiny_real_models_built_in_the_actors_score_as_they_do_here(tmp_path, local_ray, tiny_llama_dir):
+    """Local checkpoints instead of endpoints: each actor loads a tiny random Llama judge and the shipped
+    MiniLM embedder itself (float32, as here: the actors are other processes) and scores as this process
+    does."""
+    from ascend_eval.models.spec import ModelSpec
+    from ascend_eval.models.weights.shipped import minilm_path
+
+    data = str(write_jsonl(dataset_rows()[:4], tmp_path / "data.jsonl"))
+    models = {
+        "judge": ModelSpec(model=str(tiny_llama_dir), dtype="float32", max_tokens=24),
+        "embedder": ModelSpec(model=str(minilm_path())),
+    }
+    metrics = ["faithfulness", "answer_similarity"]
+    local = ascend_eval.evaluate(data, metrics, **models, cache_dir=False, progress=False, device="cpu")
+    ray = ascend_eval.evaluate(
+        data, metrics, **models, cache_dir=tmp_path / "cache", progress=False, device="cpu",
+        executor="ray", num_workers=2,
+    )  # fmt: skip
+    assert ray.provenance["models"] == local.provenance["models"]
+    assert ray["answer_similarity"] == pytest.approx(local["answer_similarity"], abs=1e-6)
+    assert ray["faithfulness"] == pytest.approx(local["faithfulness"], abs=1e-6, nan_ok=True)
+    assert [ray.nan_reasons(m) for m in metrics] == [local.nan_reasons(m) for m in metrics]
