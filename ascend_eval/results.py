@@ -433,6 +433,11 @@ class StoredResult(EvaluationResult):
     def summary(self) -> dict[str, Any]:
         return dict(self._summary)
 
+    def _iter_rows(self, *, details: bool) -> Iterator[dict[str, Any]]:
+        # The file's lines are these rows already: one parse per sample, not one per sample and metric.
+        for row in iter_rows(self._rows.path):
+            yield row if details else {k: v for k, v in row.items() if not k.endswith("_details")}
+
     def save(self, out_dir: str | Path) -> dict[str, Path]:
         """Copy the run into another folder (or rewrite its own files but `samples.jsonl`)."""
         out = check_output_dir(out_dir)

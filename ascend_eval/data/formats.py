@@ -214,9 +214,14 @@ def _read_parquet(path: Path) -> tuple[list[str], list[Row]]:
         table = pq.read_table(path)
         columns = _data_columns(table.column_names)
         rows = table.select(columns).to_pylist()
-    except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException) as exc:
+    except _arrow_errors(pa) as exc:
         raise _bad_parquet(path, exc) from exc
     return columns, rows
+
+
+def _arrow_errors(pa: Any) -> tuple[type[BaseException], ...]:
+    """What pyarrow raises for a file it cannot read as Parquet."""
+    return (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException)
 
 
 def _pyarrow(path: Path) -> tuple[Any, Any]:
@@ -347,7 +352,7 @@ def iter_parquet_rows(path: Path, *, batch_size: int = 1024) -> Iterator[Row]:
         # is the same error here as there.
         for batch in handle.iter_batches(batch_size=batch_size):
             yield from pa.Table.from_batches([batch]).select(columns).to_pylist()
-    except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException) as exc:
+    except _arrow_errors(pa) as exc:
         raise _bad_parquet(path, exc) from exc
     finally:
         handle.close()
@@ -357,7 +362,7 @@ def _open_parquet(path: Path) -> Any:
     pa, pq = _pyarrow(path)
     try:
         return pq.ParquetFile(path)
-    except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException) as exc:
+    except _arrow_errors(pa) as exc:
         # read_table words a file it cannot open differently ("Could not open Parquet input source
         # ..."); it fails as fast here, so let it give read_file's message.
         _read_parquet(path)

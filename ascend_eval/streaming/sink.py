@@ -18,7 +18,7 @@ from ascend_eval.engine.scheduler import PlanError
 from ascend_eval.engine.stats import RoundStats, StageStats
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.results import EvaluationResult, StoredResult
-from ascend_eval.streaming.files import SAMPLES_FILE, SamplesWriter, sample_row, summary_dict, write_summary
+from ascend_eval.streaming.files import SAMPLES_FILE, SamplesWriter, sample_row, summary_dict
 from ascend_eval.streaming.records import ScoredSample
 from ascend_eval.streaming.tally import MetricTally
 
@@ -139,7 +139,6 @@ class FileSink:
             },
             provenance=provenance,
         )
-        write_summary(self.out / "summary.json", summary)
         stored = StoredResult(self.out, summary)
-        stored.write_folder(self.out)
+        stored.write_folder(self.out)  # summary.json included
         return stored

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from abc import abstractmethod
 from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -87,8 +88,9 @@ class _RowView(Sequence[T]):
     def __len__(self) -> int:
         return len(self._rows)
 
+    @abstractmethod
     def _item(self, row: dict[str, Any], index: int) -> T:
-        raise NotImplementedError
+        """The item that sample `index`'s row stands for."""
 
     @overload
     def __getitem__(self, index: int) -> T: ...
