@@ -26,6 +26,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -52,9 +53,19 @@ def _now() -> str:
 
 def _write_json(path: Path, data: Mapping[str, Any]) -> None:
     """Replace `path` in one step, so a reader (or a kill) never sees half a file."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # One temporary name per thread: the server's request and worker threads may both update a job.
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     temp.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
     os.replace(temp, path)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """The JSON object in `path`, or {} when there is none: asked once, not "exists, then read", since a
+    rerun removes progress.json while a server thread may be reading it."""
+    try:
+        return dict(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return {}
 
 
 def _alive(pid: int) -> bool:
@@ -128,14 +139,13 @@ class Job:
 
     def _update(self, **fields: Any) -> dict[str, Any]:
         path = self.directory / "status.json"
-        info = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        info = _read_json(path)
         info.update(fields)
         _write_json(path, info)
         return info
 
     def progress(self) -> dict[str, Any]:
-        path = self.directory / "progress.json"
-        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        return _read_json(self.directory / "progress.json")
 
     @property
     def cache_dir(self) -> Path:
@@ -230,7 +240,11 @@ class Job:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        (self.directory / "background.pid").write_text(str(self._process.pid))
+        # Replaced in one step: the server reads it from other threads, and a file written in place is
+        # empty for a moment, which read as a job whose process had died (or a crash in `info()`).
+        temp = self.directory / f".background.pid.{os.getpid()}.{threading.get_ident()}.tmp"
+        temp.write_text(str(self._process.pid))
+        os.replace(temp, self.directory / "background.pid")
         return self
 
     def wait(self, timeout: float | None = None, *, poll: float = 0.2) -> Job:
@@ -277,8 +291,12 @@ class Job:
         return str(json.loads((self.directory / "status.json").read_text(encoding="utf-8"))["status"])
 
     def _background_pid(self) -> int | None:
-        path = self.directory / "background.pid"
-        return int(path.read_text()) if path.exists() else None
+        try:
+            text = (self.directory / "background.pid").read_text()
+        except FileNotFoundError:
+            return None
+        # Empty: left by an older version that wrote it in place, or by a kill in the middle of that.
+        return int(text) if text.strip() else None
 
     def _process_lives(self, pid: int) -> bool:
         if self._process is not None and self._process.pid == pid:

@@ -7,7 +7,10 @@ import copy
 import json
 import os
 import signal
+import socket
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -268,3 +271,46 @@ def test_a_dataset_without_contexts_needs_a_retriever(jobs, judge_server):
     with pytest.raises(ConfigError, match=r"2 sample\(s\) have no contexts.*add `retriever_pipeline`"):
         jobs.create(spec).run()
     assert judge_server.server.requests == []
+
+
+def test_a_job_being_started_reads_as_pending_from_other_threads(jobs, judge_server, monkeypatch):
+    """The server answers status requests on other threads while a worker starts the job. The worker's
+    files must never be seen half-written: an empty background.pid made `info()` crash (a 500)."""
+    job = jobs.create(inline_spec_for(judge_server.url, secret=None))
+    write_text = Path.write_text
+
+    def slow_write_text(self, data, *args, **kwargs):
+        with self.open("w", encoding=kwargs.get("encoding")):
+            time.sleep(0.3)  # a slow disk: the file exists, empty, for a while
+        return write_text(self, data, *args, **kwargs)
+
+    seen, errors, started = [], [], threading.Event()
+
+    def poll() -> None:
+        reader = Jobs(jobs.root, secrets=jobs.secrets).get(job.id)
+        while not started.is_set():
+            try:
+                seen.append(reader.info()["status"])
+            except Exception as e:  # what a request thread would have turned into a 500
+                errors.append(e)
+                return
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    monkeypatch.setattr(Path, "write_text", slow_write_text)
+    try:
+        job.start()
+    finally:
+        monkeypatch.undo()
+        started.set()
+        thread.join()
+    assert errors == [] and set(seen) <= {"pending", "running"}
+    assert job.wait(timeout=60).status() == "completed"
+
+
+def test_an_empty_background_pid_reads_as_not_started_yet(jobs, judge_server):
+    job = jobs.create(inline_spec_for(judge_server.url, secret=None))
+    status = job.directory / "status.json"
+    status.write_text(json.dumps({**json.loads(status.read_text()), "host": socket.gethostname()}))
+    (job.directory / "background.pid").write_text("")
+    assert job.status() == "pending"

@@ -105,3 +105,13 @@ def wait_for(predicate, timeout: float = 90.0, what: str = "the condition"):
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed server test shows the server's own log (a 500's traceback is there, not in the client)."""
+    report = yield
+    running = item.funcargs.get("server") if hasattr(item, "funcargs") else None
+    if report.failed and isinstance(running, Server) and running.log.is_file():
+        report.sections.append(("ascend-eval serve log", running.log.read_text(errors="replace")[-20000:]))
+    return report
