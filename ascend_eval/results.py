@@ -197,6 +197,10 @@ class EvaluationResult:
         """One dict per sample: its id, language, inputs and each metric's score and NaN reason."""
         return list(self._iter_rows(details=details))
 
+    def iter_rows(self, *, details: bool = False) -> Iterator[dict[str, Any]]:
+        """`rows()` one at a time: a result read from its folder holds only the row being read."""
+        return self._iter_rows(details=details)
+
     def _iter_rows(self, *, details: bool) -> Iterator[dict[str, Any]]:
         for i, sample in enumerate(self.samples):
             results = {metric: column[i] for metric, column in self.results.items()}

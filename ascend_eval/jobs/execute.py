@@ -63,7 +63,9 @@ def round_progress(total_scores: int, report: Report) -> tuple[Callable[[Any], N
     return on_round, on_progress
 
 
-def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Report) -> Any:
+def execute(
+    spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Report, out: Path | None = None
+) -> Any:
     """Run one job spec to an `EvaluationResult`.
 
     Args:
@@ -71,6 +73,8 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
         cache_dir: the request cache folder (answers of the pipeline's RAG model and of the judge).
         secrets: where the spec's secret names resolve.
         report: receives progress dicts (stage, counts) as the job goes.
+        out: a results folder that each scored sample is written to as it is scored (`evaluate`'s
+            `out`); the result then reads from it. None keeps every result in memory.
     """
     from ascend_eval.api import evaluate
 
@@ -122,6 +126,7 @@ def execute(spec: JobSpec, *, cache_dir: Path, secrets: SecretStore, report: Rep
             executor=spec.executor.type,
             ray_address=spec.executor.address,
             num_workers=spec.executor.num_workers,
+            out=out,
         )
     finally:
         models.close()

@@ -37,6 +37,7 @@ from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import JobSpec, did_you_mean, load_spec
 from ascend_eval.models.errors import BACKEND_ERROR, BackendError, ConfigError
 from ascend_eval.models.weights.paths import cache_root
+from ascend_eval.streaming.files import write_job_results
 
 logger = logging.getLogger("ascend_eval.jobs")
 
@@ -193,7 +194,13 @@ class Job:
             from ascend_eval.jobs.execute import execute
 
             logger.info("job %s: run %d started", self.id, int(info.get("runs", 0)) + 1)
-            result = execute(self.spec, cache_dir=self.cache_dir, secrets=self.secrets, report=self._report)
+            result = execute(
+                self.spec,
+                cache_dir=self.cache_dir,
+                secrets=self.secrets,
+                report=self._report,
+                out=self.directory / "results",
+            )
             self._save(result)
             _check_some_scored(result)
         except KeyboardInterrupt:
@@ -215,8 +222,10 @@ class Job:
 
     def _save(self, result: Any) -> None:
         out = self.directory / "results"
-        result.save(out)
-        _write_json(out / RESULTS_FILE, {"aggregate_scores": result.aggregates(), "rows": result.rows()})
+        if getattr(result, "folder", None) != out:  # a run streamed into `out` has saved itself there
+            result.save(out)
+        # Row by row from the saved samples: a job of any size writes it in constant memory.
+        write_job_results(out / RESULTS_FILE, result.aggregates(), result.iter_rows())
         (out / "summary.txt").write_text(result.table() + "\n", encoding="utf-8")
         logger.info("job %s scores:\n%s", self.id, result.table())
 
@@ -316,10 +325,17 @@ def cancel_on_sigterm() -> None:
 
 def _check_some_scored(result: Any) -> None:
     """A job whose every score failed on a model call did not run: say why, instead of "completed"."""
-    reasons = [r.reason or "" for results in result.results.values() for r in results]
-    if reasons and all(reason.startswith(BACKEND_ERROR) for reason in reasons):
+    # From the NaN reasons' counts, not the outcomes: a streamed result would read its file per metric.
+    total = len(result.samples) * len(result.metrics)
+    failed = [
+        (reason, count)
+        for metric in result.metrics
+        for reason, count in result.nan_reasons(metric).items()
+        if reason.startswith(BACKEND_ERROR)
+    ]
+    if total and sum(count for _, count in failed) == total:
         raise BackendError(
-            f"Every score failed on a model call, e.g. {reasons[0]}. Check the endpoint URLs, that the "
+            f"Every score failed on a model call, e.g. {failed[0][0]}. Check the endpoint URLs, that the "
             "servers are up, and the API key secrets; then run the job again (answers already received "
             "are cached)."
         )

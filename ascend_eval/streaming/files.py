@@ -13,7 +13,7 @@ import csv
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -121,6 +121,23 @@ def write_results_json(path: Path, samples: Path, head: Mapping[str, Any], tail:
         for key, value in tail.items():
             out.write(f",\n{json.dumps(key)}: {json.dumps(value, ensure_ascii=False, indent=2)}")
         out.write("\n}\n")
+    os.replace(tmp, path)
+    return path
+
+
+def write_job_results(
+    path: Path, aggregates: Sequence[Mapping[str, Any]], rows: Iterable[Mapping[str, Any]]
+) -> Path:
+    """A job's `job_results.json`, `{"aggregate_scores": [...], "rows": [...]}`, one row per line, written
+    row by row and then put in place in one step (a server reads it once the job has completed)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
+    with tmp.open("w", encoding="utf-8") as out:
+        out.write('{\n"aggregate_scores": ')
+        out.write(json.dumps(list(aggregates), ensure_ascii=False, indent=2))
+        out.write(',\n"rows": [')
+        for i, row in enumerate(rows):
+            out.write(("\n" if i == 0 else ",\n") + dump_line(row).rstrip("\n"))
+        out.write("\n]\n}\n")
     os.replace(tmp, path)
     return path
 

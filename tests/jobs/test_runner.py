@@ -69,6 +69,14 @@ def test_job_scores_equal_evaluate_with_the_same_rules(jobs, judge_server, rule_
     assert got["aggregate_scores"] == direct.aggregates()
     assert [r["faithfulness"] for r in got["rows"]] == [r["faithfulness"] for r in direct.rows()]
     assert 0 < got["aggregate_scores"][0]["mean"] < 1
+    # Streamed: the samples were written to the results folder as they were scored, and the rows of
+    # job_results.json (one per line) are those samples without their details.
+    folder = job.directory / "results"
+    samples = (folder / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [r["id"] for r in got["rows"]] == [json.loads(line)["id"] for line in samples]
+    assert got["rows"] == json.loads(json.dumps(direct.rows()))
+    lines = (folder / "job_results.json").read_text().splitlines()
+    assert [json.loads(line.rstrip(",")) for line in lines if line.startswith('{"id"')] == got["rows"]
 
 
 def test_a_secret_reaches_the_endpoint_and_nowhere_else(jobs, judge_server, secrets, tmp_path):

@@ -17,7 +17,7 @@ from ascend_eval.engine import PlanError
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.report.bootstrap import BOOTSTRAP_LIMIT, mean_interval
 from ascend_eval.results import EvaluationResult, StoredResult, aggregate
-from ascend_eval.streaming.files import SAMPLES_FILE
+from ascend_eval.streaming.files import SAMPLES_FILE, write_job_results
 from ascend_eval.streaming.records import ScoredSample
 from ascend_eval.streaming.sink import Collector, FileSink
 from ascend_eval.streaming.tally import MetricTally
@@ -150,3 +150,15 @@ def test_a_streamed_runs_memory_does_not_grow_with_its_samples(tmp_path, rule_ju
     # Ten times the samples; what grows is a few bytes per sample (the stored result's score columns
     # and the duplicate-id check), far below a sample's kilobytes.
     assert large < small * 1.5 + 4 * 2**20, (small, large)
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_job_results_are_written_row_by_row_as_the_json_they_always_were(tmp_path, count):
+    aggregate = {"name": "faithfulness", "count": count, "mean": None, "min": None, "max": None}
+    aggregates = [{**aggregate, "nan_count": 0}]
+    rows = [{"id": str(i), "user_input": f"问题 {i}", "faithfulness": None} for i in range(count)]
+    path = write_job_results(tmp_path / "job_results.json", aggregates, iter(rows))
+    text = path.read_text(encoding="utf-8")
+    assert json.loads(text) == {"aggregate_scores": aggregates, "rows": rows}
+    assert "问题" in text or count == 0  # UTF-8 as written, not escaped
+    assert [p.name for p in tmp_path.iterdir()] == ["job_results.json"]  # no temporary file left
