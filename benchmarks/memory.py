@@ -9,6 +9,11 @@ every result in memory instead), and reports each child's peak RSS (VmHWM) and w
     python -m benchmarks.memory --samples 1000 10000 100000          # streamed into a results folder
     python -m benchmarks.memory --samples 1000 10000 --in-memory     # results kept in memory
     python -m benchmarks.memory --samples 10000 --tracemalloc 15     # also the top allocations
+    python -m benchmarks.memory --samples 1000 10000 --job           # a job (`ascend-eval job run`)
+
+`--job` runs a job instead (`Jobs.create(spec).run()`, the path of `ascend-eval job run` and of the REST
+service) on the same file, faithfulness only, its judge the HTTP rule server of `benchmarks.rule_server`
+in its own process, so that the server's memory is not counted.
 """
 
 from __future__ import annotations
@@ -92,6 +97,36 @@ def child(data: Path, metrics: list[str], cache: Path, top: int, stream: bool = 
     return out
 
 
+def job_child(data: Path, metrics: list[str], root: Path, judge_url: str) -> dict:
+    from ascend_eval.jobs import Jobs, SecretStore
+
+    spec = {
+        "metric": metrics if len(metrics) > 1 else metrics[0],
+        "dataset": str(data),
+        "metric_params": {"judge_llm": {"model": {"url": judge_url, "name": "rules"}}},
+    }
+    jobs = Jobs(root / "jobs", secrets=SecretStore(root / "secrets"))
+    before = _peak_kib()
+    t0 = time.perf_counter()
+    job = jobs.create(spec, job_id="memory").run()
+    results = job.results()
+    return {
+        "wall_s": time.perf_counter() - t0,
+        "peak_rss_mib": _peak_kib() / 1024,
+        "rss_before_mib": before / 1024,
+        "scores": {a["name"]: a["count"] + a["nan_count"] for a in results["aggregate_scores"]},
+        "means": {a["name"]: a["mean"] for a in results["aggregate_scores"]},
+    }
+
+
+def _rule_server() -> tuple[subprocess.Popen[str], str]:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.rule_server"], stdout=subprocess.PIPE, text=True
+    )
+    assert server.stdout is not None
+    return server, server.stdout.readline().strip()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -104,41 +139,66 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="keep the results in memory (no results folder), as a run without `out` does",
     )
+    parser.add_argument("--job", action="store_true", help="run a job (faithfulness, an HTTP judge)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--child", nargs=2, metavar=("DATA", "CACHE"), help=argparse.SUPPRESS)
+    parser.add_argument("--judge-url", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.job and args.metrics == parser.get_default("metrics"):
+        args.metrics = ["faithfulness"]
+    if args.child and args.job:
+        data, root = Path(args.child[0]), Path(args.child[1])
+        print(json.dumps(job_child(data, args.metrics, root, args.judge_url)))
+        return 0
     if args.child:
         data, cache = Path(args.child[0]), Path(args.child[1])
         print(json.dumps(child(data, args.metrics, cache, args.tracemalloc, not args.in_memory)))
         return 0
     rows = []
-    for n in args.samples:
-        with tempfile.TemporaryDirectory() as tmp:
-            data = Path(tmp) / f"data-{n}.jsonl"
-            write_dataset(n, data)
-            cmd = [sys.executable, "-m", "benchmarks.memory", "--child", str(data), str(Path(tmp) / "cache"),
-                   "--metrics", *args.metrics, "--tracemalloc", str(args.tracemalloc)]  # fmt: skip
-            cmd += ["--in-memory"] if args.in_memory else []
-            done = subprocess.run(cmd, capture_output=True, text=True, check=True)
-            row = {"samples": n, **json.loads(done.stdout.strip().splitlines()[-1])}
-        rows.append(row)
-        print(json.dumps(row, indent=1), file=sys.stderr)
-    mode = "results kept in memory" if args.in_memory else "streamed into a results folder (out=)"
+    server, judge_url = _rule_server() if args.job else (None, "")
+    try:
+        for n in args.samples:
+            rows.append(_measure(n, args, judge_url))
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait()
+    if args.job:
+        mode = "a job, its judge over HTTP"
+    else:
+        mode = "results kept in memory" if args.in_memory else "streamed into a results folder (out=)"
     report = {"machine": machine(), "metrics": args.metrics, "mode": mode, "rows": rows}
+    what = "job" if args.job else "evaluate()"
     lines = [
-        f"Peak RSS of one evaluate() process ({', '.join(args.metrics)}; rule judge; {mode})",
+        f"Peak RSS of one {what} process ({', '.join(args.metrics)}; rule judge; {mode})",
         "",
-        "| samples | peak RSS (MiB) | RSS before evaluate (MiB) | wall (s) |",
+        f"| samples | peak RSS (MiB) | RSS before the {what.rstrip('()')} (MiB) | wall (s) |",
         "| ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
         peak, before = r["peak_rss_mib"], r["rss_before_mib"]
         lines.append(f"| {r['samples']} | {peak:.0f} | {before:.0f} | {r['wall_s']:.1f} |")
+    name = "memory-job" if args.job else "memory"
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "memory.json").write_text(json.dumps(report, indent=2))
-    (args.out / "memory.md").write_text("\n".join(lines) + "\n")
+    (args.out / f"{name}.json").write_text(json.dumps(report, indent=2))
+    (args.out / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
+
+
+def _measure(n: int, args: argparse.Namespace, judge_url: str) -> dict:
+    """One fresh child process on `n` samples: its peak RSS and wall time."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / f"data-{n}.jsonl"
+        write_dataset(n, data)
+        cmd = [sys.executable, "-m", "benchmarks.memory", "--child", str(data), str(Path(tmp) / "cache"),
+               "--metrics", *args.metrics, "--tracemalloc", str(args.tracemalloc)]  # fmt: skip
+        cmd += ["--in-memory"] if args.in_memory else []
+        cmd += ["--job", "--judge-url", judge_url] if args.job else []
+        done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        row = {"samples": n, **json.loads(done.stdout.strip().splitlines()[-1])}
+    print(json.dumps(row, indent=1), file=sys.stderr)
+    return row
 
 
 if __name__ == "__main__":
