@@ -1,5 +1,6 @@
 """A job's dataset: a built-in name, inline rows, a local file or a file in a Hugging Face repository,
-read once into a `Dataset` of `Sample`s (and the documents to retrieve from, when given). The samples
+and the documents to retrieve from, when given. A file that needs nothing done to it is streamed from
+there by the evaluation (`job_source`); otherwise it is read once into a `Dataset` of `Sample`s, which
 stay samples from here on: through truncation, the RAG pipeline and the evaluation."""
 
 from __future__ import annotations
@@ -37,6 +38,40 @@ class JobData:
         return [sample.to_row() for sample in self.dataset]
 
 
+@dataclass(frozen=True)
+class JobSource:
+    """Where a job's samples come from, before anything is read from it."""
+
+    source: Path | list[dict[str, Any]]
+    """A data file (a path, a built-in dataset's file, a file fetched from a Hugging Face repository), or
+    inline rows with our column names."""
+    corpus: list[dict[str, str]] | None
+    """Checked documents `{"id", "title", "text"}` (`check_corpus`), or None."""
+    where: str
+    """Where the data came from, for log lines: the name, path or "inline rows"."""
+
+
+def job_source(dataset: str | DatasetSpec, secrets: SecretStore) -> JobSource:
+    """The spec's dataset resolved to a file or rows (a Hugging Face file is fetched), not yet read.
+
+    Raises:
+        DataError: an unknown built-in name, a missing file, or a repository file that cannot be fetched
+            (the message names the fix).
+    """
+    if isinstance(dataset, str):
+        source, corpus = _named(dataset)
+        return JobSource(source, corpus, str(dataset))
+    if dataset.rows is not None:
+        return JobSource(inline_rows(dataset.rows), _corpus(dataset), "inline rows")
+    assert dataset.path is not None
+    if dataset.storage is not None:
+        path = fetch_hf_file(dataset.storage, dataset.path, secrets)
+        where = f"{dataset.storage.repo_id}/{dataset.path} (Hugging Face {dataset.storage.repo_type})"
+    else:
+        path, where = Path(dataset.path).expanduser(), dataset.path
+    return JobSource(path, _corpus(dataset), where)
+
+
 def load_job_data(dataset: str | DatasetSpec, secrets: SecretStore) -> JobData:
     """Read the spec's dataset.
 
@@ -44,18 +79,8 @@ def load_job_data(dataset: str | DatasetSpec, secrets: SecretStore) -> JobData:
         DataError: an unknown built-in name, a missing file, a repository file that cannot be fetched, or
             malformed rows (the message names the fix).
     """
-    if isinstance(dataset, str):
-        source, corpus = _named(dataset)
-        return JobData(load_dataset(source), corpus, str(dataset))
-    if dataset.rows is not None:
-        return JobData(load_dataset(inline_rows(dataset.rows)), _corpus(dataset), "inline rows")
-    assert dataset.path is not None
-    if dataset.storage is not None:
-        path = fetch_hf_file(dataset.storage, dataset.path, secrets)
-        where = f"{dataset.storage.repo_id}/{dataset.path} (Hugging Face {dataset.storage.repo_type})"
-    else:
-        path, where = Path(dataset.path).expanduser(), dataset.path
-    return JobData(load_dataset(path), _corpus(dataset), where)
+    found = job_source(dataset, secrets)
+    return JobData(load_dataset(found.source), found.corpus, found.where)
 
 
 def _named(name: str) -> tuple[Path, list[dict[str, str]] | None]:

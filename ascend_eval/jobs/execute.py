@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.data import Column, Dataset, validate
-from ascend_eval.jobs.datasets import load_job_data, truncate_contexts
+from ascend_eval.data import Column, Dataset, Sample, load_dataset, validate
+from ascend_eval.jobs.datasets import job_source, truncate_contexts
 from ascend_eval.jobs.runtimes import ModelFactory
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import JobSpec
 from ascend_eval.metrics import resolve_metrics
 from ascend_eval.models.errors import ConfigError
+from ascend_eval.streaming.source import open_samples
 from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT
 
 logger = logging.getLogger("ascend_eval.jobs")
@@ -32,6 +33,17 @@ Report = Callable[[dict[str, Any]], None]
 
 def _missing(dataset: Dataset, column: Column) -> int:
     return sum(1 for sample in dataset if not sample.get(column))
+
+
+def _to_fill(samples: Iterable[Sample], needed: set[Column]) -> set[Column]:
+    """The pipeline's columns that the metrics need and some sample lacks, in one pass."""
+    wanted = needed & _PIPELINE_COLUMNS
+    lacking: set[Column] = set()
+    for sample in samples:
+        lacking |= {column for column in wanted - lacking if not sample.get(column)}
+        if lacking == wanted:
+            break
+    return lacking
 
 
 def round_progress(total_scores: int, report: Report) -> tuple[Callable[[Any], None], Callable[[Any], None]]:
@@ -79,27 +91,42 @@ def execute(
     from ascend_eval.api import evaluate
 
     report({"stage": "loading data"})
-    data = load_job_data(spec.dataset, secrets)
-    dataset = data.dataset
+    found = job_source(spec.dataset, secrets)
     names = spec.metric_names()
     metrics = resolve_metrics(names)
     params = spec.metric_params
-    if params.truncate_long_documents:
-        dataset, cut = truncate_contexts(dataset, params.truncate_long_documents)
-        if cut:
-            logger.info(
-                "cut %d contexts to %s characters (truncate_long_documents=%s)",
-                cut,
-                f"{NIM_CHARACTER_LIMIT:,}",
-                params.truncate_long_documents,
-            )
-
     needed = set().union(*(m.required for m in metrics))
     # Columns only the data can give are checked now; the pipeline's columns after it ran. evaluate()
     # checks again, and warns about long contexts then, once, when they are all there.
-    validate(dataset, {m.name: m.required - _PIPELINE_COLUMNS for m in metrics}, warn_long_contexts=False)
-    fill = {c for c in needed & _PIPELINE_COLUMNS if _missing(dataset, c)}
-    logger.info("dataset %s: %d samples; metrics %s", data.source, len(dataset), [m.name for m in metrics])
+    from_data = {m.name: m.required - _PIPELINE_COLUMNS for m in metrics}
+    source: Any
+    if isinstance(found.source, Path) and not params.truncate_long_documents:
+        # A file evaluate() can read as it goes: its samples are never all in memory, unless the
+        # pipeline has some to fill (it works on the whole dataset).
+        stream = open_samples(found.source)
+        count = stream.check(from_data, warn_long_contexts=False)
+        fill = _to_fill(stream, needed)
+        source = load_dataset(found.source) if fill else str(found.source)
+    else:
+        dataset = load_dataset(found.source)
+        if params.truncate_long_documents:
+            dataset, cut = truncate_contexts(dataset, params.truncate_long_documents)
+            if cut:
+                logger.info(
+                    "cut %d contexts to %s characters (truncate_long_documents=%s)",
+                    cut,
+                    f"{NIM_CHARACTER_LIMIT:,}",
+                    params.truncate_long_documents,
+                )
+        validate(dataset, from_data, warn_long_contexts=False)
+        count, fill, source = len(dataset), _to_fill(dataset, needed), dataset
+    logger.info(
+        "dataset %s: %d samples%s; metrics %s",
+        found.where,
+        count,
+        "" if isinstance(source, Dataset) else " (read as the evaluation goes)",
+        [m.name for m in metrics],
+    )
 
     models = ModelFactory(secrets)
     try:
@@ -110,12 +137,12 @@ def execute(
         judge = judge_of(params.judge_llm) if params.judge_llm else None
         embedder = embedder_of(params.judge_embeddings.model) if params.judge_embeddings else None
         if fill:
-            dataset = _run_pipeline(spec, dataset, data.corpus, models, cache_dir, report)
-        total = len(dataset) * len(metrics)
+            source = _run_pipeline(spec, source, found.corpus, models, cache_dir, report)
+        total = count * len(metrics)
         report({"stage": "evaluating", "scores_total": total, "scores_done": 0})
         on_round, on_progress = round_progress(total, report)
         result = evaluate(
-            dataset,
+            source,
             names,
             judge=judge,
             embedder=embedder,

@@ -322,3 +322,20 @@ def test_an_empty_background_pid_reads_as_not_started_yet(jobs, judge_server):
     status.write_text(json.dumps({**json.loads(status.read_text()), "host": socket.gethostname()}))
     (job.directory / "background.pid").write_text("")
     assert job.status() == "pending"
+
+
+def test_a_file_dataset_is_read_as_the_evaluation_goes_with_the_inline_results(jobs, judge_server, tmp_path):
+    """A data file that needs nothing done to it is not loaded whole: evaluate() streams it, and the job's
+    results equal those of the same rows given inline."""
+    spec = inline_spec_for(judge_server.url, secret=None)
+    columns = spec["dataset"]["rows"][0]
+    path = tmp_path / "data.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for i in range(len(columns["question"])):
+            f.write(json.dumps({key: values[i] for key, values in columns.items()}) + "\n")
+    inline = jobs.create(spec).run()
+    streamed = jobs.create({**spec, "dataset": str(path)}).run()
+    assert "(read as the evaluation goes)" in (streamed.directory / "job.log").read_text()
+    assert "(read as the evaluation goes)" not in (inline.directory / "job.log").read_text()
+    assert streamed.results() == inline.results()
+    assert streamed.progress()["scores_done"] == streamed.progress()["scores_total"] == 2
