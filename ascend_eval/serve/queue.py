@@ -20,6 +20,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -159,7 +160,14 @@ class JobQueue:
             # it will not run again.
             self.update(job_id, done=True)
             return "cancelled" if status != "completed" else status
-        return job.cancel()
+        status = job.cancel()
+        if status in FINISHED:
+            # The worker that ran it writes the job's record once more as it lets go; wait for that, so
+            # that the caller may delete the job's folder without racing it.
+            deadline = time.monotonic() + max(10.0, 20 * self.poll)
+            while self.is_running(job_id) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return status
 
     def stop(self, *, timeout: float = 15.0) -> None:
         """Stop the workers and the jobs they run (which stay resumable: not marked done)."""

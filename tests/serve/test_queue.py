@@ -66,6 +66,8 @@ def test_a_job_deleted_while_it_runs_leaves_the_worker_working(jobs, judge_serve
         doomed = _submit(queue, jobs, inline_spec_for(judge_server.url, secret=None))
         wait_for(lambda: judge_server.classify_bodies(), what="the verdicts")
         assert queue.cancel(doomed) == "cancelled"
+        # The worker has let go of it: nothing writes into its folder any more while it is deleted.
+        assert not queue.is_running(doomed)
         shutil.rmtree(jobs.root / doomed)
         judge_server.hold_classify.clear()
         after = _submit(queue, jobs, inline_spec_for(judge_server.url, secret=None))
