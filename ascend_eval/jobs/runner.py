@@ -52,12 +52,16 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Replace `path` in one step, so a reader (or a kill) never sees half a file."""
+def _replace_text(path: Path, text: str) -> None:
+    """Replace `path` in one step, so a reader (or a kill) never sees half a file, or an empty one."""
     # One temporary name per thread: the server's request and worker threads may both update a job.
     temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    temp.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    temp.write_text(text, encoding="utf-8")
     os.replace(temp, path)
+
+
+def _write_json(path: Path, data: Mapping[str, Any]) -> None:
+    _replace_text(path, json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -249,11 +253,9 @@ class Job:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        # Replaced in one step: the server reads it from other threads, and a file written in place is
-        # empty for a moment, which read as a job whose process had died (or a crash in `info()`).
-        temp = self.directory / f".background.pid.{os.getpid()}.{threading.get_ident()}.tmp"
-        temp.write_text(str(self._process.pid))
-        os.replace(temp, self.directory / "background.pid")
+        # Not written in place: the server reads it from other threads, and a file written in place is
+        # empty for a moment, which crashed `info()`.
+        _replace_text(self.directory / "background.pid", str(self._process.pid))
         return self
 
     def wait(self, timeout: float | None = None, *, poll: float = 0.2) -> Job:
