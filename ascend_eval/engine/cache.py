@@ -309,8 +309,10 @@ def _read_header(path: Path) -> tuple[bytes, int] | None:
         return None
     except OSError as e:
         raise CacheError(f"Cannot read the request cache {path} ({e}); {_NEXT}.") from None
-    if size == 0 and not head:
-        return None  # SQLite treats an empty file as an empty database
+    if not head:
+        # Empty when read: SQLite treats that as an empty database. The size may already be more than
+        # nothing: another process opening the same new cache wrote its first page in between.
+        return None
     if not head.startswith(_SQLITE_MAGIC):
         raise CacheError(
             f"The request cache {path} is not a SQLite database (it starts with {head[:16]!r}). "

@@ -256,3 +256,28 @@ def test_a_file_read_mid_checkpoint_is_read_again_before_it_is_called_truncated(
     path.write_bytes(whole[:4096])  # and one that stays short is refused
     with pytest.raises(CacheError, match="is truncated"):
         RequestCache(path)
+
+
+def test_a_new_cache_written_by_another_process_while_its_header_is_read_is_opened(tmp_path, monkeypatch):
+    """Two Ray actors open one new cache: one reads the file while it is still empty, and the other has
+    written the first page before the size is taken. That is a new cache being made, not a foreign file."""
+    import os
+
+    made = tmp_path / "made.sqlite"
+    with RequestCache(made) as cache:
+        cache.put_many([("k", GenerateRequest(CHAT), GenerateResult("x", "stop"))])
+    path = tmp_path / "c.sqlite"
+    path.touch()
+    real = os.fstat
+    calls = []
+
+    def the_other_process_writes_first(fd):
+        if not calls:
+            path.write_bytes(made.read_bytes())
+        calls.append(fd)
+        return real(fd)
+
+    monkeypatch.setattr(os, "fstat", the_other_process_writes_first)
+    with RequestCache(path) as cache:
+        monkeypatch.undo()
+        assert len(cache) == 1
