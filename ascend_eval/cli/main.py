@@ -28,6 +28,7 @@ __all__ = ["build_parser", "main", "parse_column_map", "parse_engine_settings", 
 def _evaluate(args: argparse.Namespace) -> int:
     from ascend_eval.api import evaluate
     from ascend_eval.cli.config import effective_config, evaluate_kwargs, write_config
+    from ascend_eval.cli.progress import ProgressLines
     from ascend_eval.engine import Progress, RoundStats
     from ascend_eval.results import check_output_dir
 
@@ -48,15 +49,12 @@ def _evaluate(args: argparse.Namespace) -> int:
 
             tqdm.write(stats.line(), file=sys.stderr)  # printed above the progress bar, not through it
 
-    # A terminal gets tqdm's bar; a log or pipe gets a progress line every --progress-every seconds.
-    last = [0.0]
+    # A terminal gets tqdm's bar; a log or pipe gets a progress line every --progress-every seconds, and
+    # while nothing moves one every STALLED_EVERY seconds at most.
+    lines = ProgressLines(every)
 
     def progress_line(snapshot: Progress) -> None:
-        if quiet or sys.stderr.isatty():
-            return
-        final = snapshot.scores_done >= snapshot.scores_total
-        if final or snapshot.elapsed - last[0] >= every:
-            last[0] = snapshot.elapsed
+        if not quiet and not sys.stderr.isatty() and lines.due(snapshot):
             print(f"progress: {snapshot.line()}", file=sys.stderr, flush=True)
 
     result = evaluate(**kwargs, out=out, progress=not quiet, on_round=show, on_progress=progress_line)
@@ -242,7 +240,8 @@ def _add_evaluate(sub: Any) -> None:
         "--progress-every",
         type=float,
         metavar="SECONDS",
-        help="where stderr is not a terminal (a log, a pipe): print a progress line this often (default 2)",
+        help="where stderr is not a terminal (a log, a pipe): print a progress line this often (default 2); "
+        "while nothing moves, one every 10 s at most",
     )
     tracing_cli.add_trace_arguments(ev)
     ev.set_defaults(func=_evaluate)
