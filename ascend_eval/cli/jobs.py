@@ -102,17 +102,28 @@ def _secret_value(name: str) -> str:
 def _secrets_set(args: argparse.Namespace) -> int:
     from ascend_eval.jobs import SecretStore
 
-    path = SecretStore(args.secrets_dir).set(args.name, _secret_value(args.name))
+    store = SecretStore(args.secrets_dir)
+    path = store.set(args.name, _secret_value(args.name), endpoints=args.endpoint or ())
+    bound = store.endpoints(args.name)
     print(f"secret {args.name!r} stored in {path} (mode 0600)")
+    if bound:
+        print(f"jobs may send it to {', '.join(bound)} only")
+    else:
+        print(
+            "bound to no endpoint: jobs send it nowhere (right for serve-token). To send it, set it again "
+            "with --endpoint URL (repeatable)"
+        )
     return 0
 
 
 def _secrets_list(args: argparse.Namespace) -> int:
     from ascend_eval.jobs import SecretStore
 
-    entries = SecretStore(args.secrets_dir).list()
+    store = SecretStore(args.secrets_dir)
+    entries = store.list()
     for name, where in entries:
-        print(f"{name:<40} {where}")
+        bound = ", ".join(store.endpoints(name)) if where == "file" else ""
+        print(f"{name:<40} {where:<12} {bound}".rstrip())
     if not entries:
         print("no secrets")
     return 0
@@ -167,8 +178,17 @@ def add_parser(sub: Any) -> None:
     actions = secrets.add_subparsers(dest="secrets_command", required=True)
     put = actions.add_parser("set", help="store a secret; the value is read from stdin or a hidden prompt")
     put.add_argument("name")
+    put.add_argument(
+        "--endpoint",
+        action="append",
+        metavar="URL",
+        help="an endpoint (URL or scheme://host:port) jobs may send the secret to; repeatable. Without "
+        "one it is sent nowhere",
+    )
     put.set_defaults(func=_secrets_set)
-    show = actions.add_parser("list", help="secret names and where each is (never the values)")
+    show = actions.add_parser(
+        "list", help="secret names, where each is and the endpoints it may go to (never the values)"
+    )
     show.set_defaults(func=_secrets_list)
     delete = actions.add_parser("delete", help="delete a stored secret")
     delete.add_argument("name")

@@ -1,7 +1,12 @@
 """A job's dataset: a built-in name, inline rows, a local file or a file in a Hugging Face repository,
 and the documents to retrieve from, when given. A file that needs nothing done to it is streamed from
 there by the evaluation (`job_source`); otherwise it is read once into a `Dataset` of `Sample`s, which
-stay samples from here on: through truncation, the RAG pipeline and the evaluation."""
+stay samples from here on: through truncation, the RAG pipeline and the evaluation.
+
+The local files a spec names (a dataset path, a corpus path) must be regular files, and, where the
+operator has set `ASCEND_EVAL_DATA_DIRS` (`ascend-eval serve` sets it from `--data-dir`), inside one of
+those folders (symbolic links followed): a spec may come from a client of the service, who must not
+read the server's other files through a job. `check_job_files` says so before anything is read."""
 
 from __future__ import annotations
 
@@ -13,8 +18,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ascend_eval.data import Dataset, load_dataset
-from ascend_eval.data.corpus import check_corpus, read_corpus
-from ascend_eval.jobs.secrets import SecretStore
+from ascend_eval.data.corpus import check_corpus, check_corpus_size, read_corpus, require_regular_file
+from ascend_eval.jobs.secrets import SecretStore, hub_endpoint
 from ascend_eval.jobs.spec import DatasetSpec, HuggingFaceStorage
 from ascend_eval.models.errors import DataError, MissingDependencyError
 from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT, truncate_by_chars
@@ -22,6 +27,8 @@ from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT, truncate_by_chars
 logger = logging.getLogger("ascend_eval.jobs")
 
 _FILE_SUFFIXES = (".json", ".jsonl", ".csv", ".parquet")
+DATA_DIRS_ENV = "ASCEND_EVAL_DATA_DIRS"
+"""The folders (separated by `os.pathsep`) that jobs may read local files from; unset: any file."""
 
 
 @dataclass
@@ -58,6 +65,7 @@ def job_source(dataset: str | DatasetSpec, secrets: SecretStore) -> JobSource:
         DataError: an unknown built-in name, a missing file, or a repository file that cannot be fetched
             (the message names the fix).
     """
+    check_job_files(dataset, data_dirs())
     if isinstance(dataset, str):
         source, corpus = _named(dataset)
         return JobSource(source, corpus, str(dataset))
@@ -70,6 +78,64 @@ def job_source(dataset: str | DatasetSpec, secrets: SecretStore) -> JobSource:
     else:
         path, where = Path(dataset.path).expanduser(), dataset.path
     return JobSource(path, _corpus(dataset), where)
+
+
+def data_dirs() -> tuple[Path, ...] | None:
+    """The folders of `ASCEND_EVAL_DATA_DIRS` that jobs may read local files from; None when unset."""
+    raw = os.environ.get(DATA_DIRS_ENV, "")
+    dirs = tuple(Path(d).expanduser() for d in raw.split(os.pathsep) if d.strip())
+    return dirs or None
+
+
+def job_files(dataset: str | DatasetSpec) -> list[tuple[str, Path]]:
+    """`(field, path)` of every local file the spec's dataset names: not built-in datasets, inline data
+    or files in a Hugging Face repository."""
+    from ascend_eval import examples
+
+    if isinstance(dataset, str):
+        return [] if examples.builtin_dataset(dataset) is not None else [("dataset", Path(dataset))]
+    files = []
+    if dataset.path is not None and dataset.storage is None:
+        files.append(("dataset.path", Path(dataset.path)))
+    if isinstance(dataset.corpus, str):
+        files.append(("dataset.corpus", Path(dataset.corpus)))
+    return files
+
+
+def check_job_files(dataset: str | DatasetSpec, roots: Sequence[Path] | None) -> None:
+    """Refuse local files of the spec's dataset that are outside `roots` (None: anywhere is allowed),
+    not regular files, or (a corpus) over the corpus size limit, reading nothing from any of them. Files
+    that do not exist are left to the reader, which says so.
+
+    Raises:
+        DataError: the first such file, with the field, the path and the fix.
+    """
+    for field, given in job_files(dataset):
+        path = given.expanduser()
+        real = Path(os.path.realpath(path))
+        if roots is not None and not any(real.is_relative_to(os.path.realpath(r)) for r in roots):
+            folders = ", ".join(str(r) for r in roots)
+            named = ""
+            if field == "dataset":  # a name that is no built-in is taken for a path
+                from ascend_eval.examples import BUILTIN_DATASETS
+
+                named = f" is not a built-in dataset ({', '.join(sorted(BUILTIN_DATASETS))}) and, as a path,"
+            raise DataError(
+                f"{field} {str(given)!r}{named} is outside the folders jobs may read data from ({folders}), "
+                "so it is not read. Copy the file into one of them, or pass the data inline (`rows`, or the "
+                f"corpus as a list); the operator allows a folder with `ascend-eval serve --data-dir DIR` "
+                f"({DATA_DIRS_ENV})."
+            )
+        try:
+            info = path.stat()
+        except OSError:
+            continue  # missing or unreadable: the reader names it
+        where = f"{field} file {str(given)!r}"
+        corpus = field == "dataset.corpus"
+        wanted = "a JSON or JSONL file of documents" if corpus else "a JSON, JSONL, CSV or Parquet file"
+        require_regular_file(info, where, f"Point {field} at {wanted}.")
+        if corpus:
+            check_corpus_size(info.st_size, where)
 
 
 def load_job_data(dataset: str | DatasetSpec, secrets: SecretStore) -> JobData:
@@ -181,7 +247,10 @@ def fetch_hf_file(storage: HuggingFaceStorage, path: str, secrets: SecretStore) 
             "A Hugging Face dataset (dataset.storage.type 'huggingface') needs huggingface_hub: "
             "pip install huggingface_hub. Or pass a local file path or inline rows."
         ) from e
-    token = secrets.resolve(storage.token_secret).read() if storage.token_secret else None
+    token = None
+    if storage.token_secret:
+        where_to = "dataset.storage.token_secret (sent to the Hugging Face hub)"
+        token = secrets.for_endpoint(storage.token_secret, hub_endpoint(), where_to).read()
     offline = _hub_offline()
     where = f"'{path}' from the Hugging Face {storage.repo_type} repository '{storage.repo_id}'"
     try:

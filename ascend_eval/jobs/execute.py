@@ -1,7 +1,8 @@
 """What a job does: read the data, fill missing contexts and answers with the RAG pipeline, judge.
 
 Everything that can be wrong with the spec or the data is found before any model loads: the dataset,
-the columns the metrics need, the models the pipeline needs, and every secret.
+the columns the metrics need, the models the pipeline needs, and every secret, including one that the
+spec would send to an endpoint it is not bound to (`check_spec_secrets`), before any request.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from ascend_eval.data import Column, Dataset, Sample, load_dataset, validate
 from ascend_eval.jobs.datasets import job_source, truncate_contexts
 from ascend_eval.jobs.runtimes import ModelFactory
-from ascend_eval.jobs.secrets import SecretStore
+from ascend_eval.jobs.secrets import SecretStore, check_spec_secrets
 from ascend_eval.jobs.spec import JobSpec
 from ascend_eval.metrics import resolve_metrics
 from ascend_eval.models.errors import ConfigError
@@ -90,6 +91,7 @@ def execute(
     """
     from ascend_eval.api import evaluate
 
+    check_spec_secrets(spec, secrets)
     report({"stage": "loading data"})
     found = job_source(spec.dataset, secrets)
     names = spec.metric_names()

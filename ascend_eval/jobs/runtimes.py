@@ -69,11 +69,19 @@ class ModelFactory:
 
     def spec(self, ref: ModelRef, role: Role, **settings: Any) -> ModelSpec:
         """The `ModelSpec` of `ref` for `role`: endpoint settings and the secret's location for a URL;
-        for a local model the factory's device, with the endpoint settings left out (and logged)."""
+        for a local model the factory's device, with the endpoint settings left out (and logged).
+
+        Raises:
+            ConfigError: the secret is not set, or not bound to the URL's origin (nothing is sent).
+        """
         given = {k: v for k, v in settings.items() if v is not None}
         inference = {k: given.pop(k) for k in INFERENCE_FIELDS if k in given}
         if is_url(ref.url):
-            key = self.secrets.resolve(ref.api_key_secret).endpoint_kwargs() if ref.api_key_secret else {}
+            key = {}
+            if ref.api_key_secret:
+                # Checked here as well as up front (`check_spec_secrets`): every model is built from here.
+                secret = self.secrets.for_endpoint(ref.api_key_secret, ref.url, f"the {role}'s url")
+                key = secret.endpoint_kwargs()
             return ModelSpec(
                 model=ref.url, role=role, served_model_name=ref.name, **key, **given, **inference
             )

@@ -36,6 +36,33 @@ def resolve_token(secrets_dir: Path | None, secret: str) -> tuple[str, str | Non
         ) from None
 
 
+def data_dirs(given: list[Path] | None) -> tuple[Path, ...]:
+    """The folders the server's jobs may read local files from: `--data-dir` (repeatable), else
+    `$ASCEND_EVAL_DATA_DIRS`, else `<cache root>/data` (created). Exported as `ASCEND_EVAL_DATA_DIRS`, so
+    that each job's own process enforces them too, when it reads.
+
+    Raises:
+        ConfigError: a folder that does not exist.
+    """
+    from ascend_eval.jobs.datasets import DATA_DIRS_ENV
+    from ascend_eval.models.weights.paths import cache_root
+
+    if given:
+        dirs = tuple(given)
+    elif os.environ.get(DATA_DIRS_ENV, "").strip():
+        dirs = tuple(Path(d) for d in os.environ[DATA_DIRS_ENV].split(os.pathsep) if d.strip())
+    else:
+        default = cache_root() / "data"
+        default.mkdir(parents=True, exist_ok=True)
+        dirs = (default,)
+    dirs = tuple(d.expanduser().absolute() for d in dirs)
+    missing = [str(d) for d in dirs if not d.is_dir()]
+    if missing:
+        raise ConfigError(f"--data-dir {missing[0]!r} is not a folder. Create it, or pass another one.")
+    os.environ[DATA_DIRS_ENV] = os.pathsep.join(map(str, dirs))
+    return dirs
+
+
 def _serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
@@ -48,7 +75,7 @@ def _serve(args: argparse.Namespace) -> int:
         ) from None
     from ascend_eval.models.weights.paths import cache_root
 
-    token, secret = resolve_token(args.secrets_dir, args.token_secret)
+    token, _ = resolve_token(args.secrets_dir, args.token_secret)
     if args.max_body_mb <= 0 or args.concurrency < 1:
         raise ConfigError("--max-body-mb must be positive and --concurrency at least 1.")
     settings = Settings(
@@ -57,16 +84,20 @@ def _serve(args: argparse.Namespace) -> int:
         secrets_dir=args.secrets_dir,
         concurrency=args.concurrency,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024),
-        token_secret=secret,
+        # Reserved even while the token comes from the environment: a value planted there would become
+        # the token of the next server started without the variable.
+        token_secret=args.token_secret,
+        data_dirs=data_dirs(args.data_dir),
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(
             f"warning: listening on {args.host}, not only this machine: anyone who can reach it and has the "
-            "token can run jobs that read the files this user can read (a dataset's files_url).",
+            "token can run jobs that read the data files in the --data-dir folders.",
             file=sys.stderr,
         )
     print(
-        f"ascend-eval serve on http://{args.host}:{args.port} (docs: /docs); jobs in {settings.jobs_dir}",
+        f"ascend-eval serve on http://{args.host}:{args.port} (docs: /docs); jobs in {settings.jobs_dir}; "
+        f"data files from {', '.join(map(str, settings.data_dirs or ()))}",
         file=sys.stderr,
         flush=True,
     )
@@ -88,6 +119,13 @@ def add_parser(sub: Any) -> None:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--jobs-dir", type=Path, help="the jobs folder (default ~/.cache/ascend-eval/jobs)")
     serve.add_argument("--secrets-dir", type=Path, help="default ~/.cache/ascend-eval/secrets")
+    serve.add_argument(
+        "--data-dir",
+        type=Path,
+        action="append",
+        help="a folder jobs may read dataset and corpus files from (repeatable; default "
+        "$ASCEND_EVAL_DATA_DIRS, else ~/.cache/ascend-eval/data); files elsewhere are refused (422)",
+    )
     serve.add_argument("--concurrency", type=int, default=1, help="jobs run at once (default 1)")
     serve.add_argument(
         "--token-secret",

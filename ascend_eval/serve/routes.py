@@ -172,18 +172,17 @@ def add_routes(app: FastAPI, service: Service) -> None:
     # ------------------------------------------------------------------------------------- secrets
 
     def _own(name: str) -> None:
-        if name == service.settings.token_secret:
+        if service.reserved(name):
             raise HTTPException(
-                403, f"secret {name!r} holds this server's token; manage it with `ascend-eval secrets`"
+                403,
+                f"secret {name!r} is this server's own (its token, or a key from a job body); manage it "
+                "with `ascend-eval secrets` on the server",
             )
 
     @app.post("/v1/secrets", tags=["secrets"], summary="Store a secret (an API key a job names)")
     def secret_create(secret: SecretIn) -> dict[str, Any]:
         _own(secret.name)
-        try:
-            service.secrets.set(secret.name, secret.data)
-        except ConfigError as e:
-            raise BodyError([(("body", "name"), str(e))]) from None
+        service.store_secret(secret)
         return {"name": secret.name, "created_at": now()}
 
     @app.get("/v1/secrets", tags=["secrets"], summary="Secret names (never values)")

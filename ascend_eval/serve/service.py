@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import re
 import secrets as random_tokens
 import shutil
 from collections.abc import Callable
@@ -14,9 +15,17 @@ from typing import Any
 from fastapi import HTTPException
 from pydantic import BaseModel, Field
 
-from ascend_eval.jobs import Job, Jobs, SecretStore
+from ascend_eval.jobs import Job, Jobs, JobSpec, SecretStore
+from ascend_eval.jobs.datasets import check_job_files
 from ascend_eval.jobs.runner import FINISHED
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.jobs.secrets import (
+    check_secret_name,
+    check_spec_secrets,
+    endpoint_secrets,
+    origins,
+    secret_env_var,
+)
+from ascend_eval.models.errors import ConfigError, DataError
 from ascend_eval.serve import views
 from ascend_eval.serve.nemo import BodyError, Translation, is_spec, translate_spec, translate_v1
 from ascend_eval.serve.queue import JobQueue, now
@@ -35,6 +44,11 @@ _V1_FIELDS = (
     "status_details",
 )
 _V2_FIELDS = ("spec", "custom_fields", "description", "name", "namespace", "ownership", "project")
+DEFAULT_TOKEN_SECRET = "serve-token"
+"""The secret `ascend-eval serve` reads its bearer token from by default (`serve.cli.TOKEN_SECRET`, which
+the parser uses without importing FastAPI); reserved like the one in use."""
+# The secrets this server stores itself: the keys given in job bodies, `<job id>.<role>`.
+_JOB_KEY = re.compile(r"eval-[0-9a-f]{16}\..+", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -47,12 +61,20 @@ class Settings:
     concurrency: int = 1
     max_body_bytes: int = 16 * 1024 * 1024
     token_secret: str | None = None
-    """The secret the token came from; the secrets API does not show, replace or delete it."""
+    """The secret that holds the token (or would, when it comes from `ASCEND_EVAL_SERVE_TOKEN`); the
+    secrets API does not show, replace or delete it, nor the default `serve-token`."""
+    data_dirs: tuple[Path, ...] | None = None
+    """The folders jobs may read local files from (dataset and corpus paths); None: any file."""
 
 
 class SecretIn(BaseModel):
     name: str = Field(description="letters, digits, '.', '_' and '-'; referred to by api_key_secret")
     data: str = Field(min_length=1, description="the value (never shown again)")
+    endpoints: list[str] | None = Field(
+        default=None,
+        description="the endpoint URLs (or origins, scheme://host:port) the secret may be sent to; a job "
+        "that would send it anywhere else is refused",
+    )
 
 
 class Service:
@@ -75,12 +97,51 @@ class Service:
             raise HTTPException(404, f"no evaluation job {job_id!r} (made outside this server)")
         return job, record
 
+    def reserved(self, name: str) -> bool:
+        """Whether secret `name` is the server's own: its token's (under any spelling that maps to the
+        same variable or, on a case-insensitive disk, the same file), or a key from a job body."""
+        tokens = {DEFAULT_TOKEN_SECRET, self.settings.token_secret or DEFAULT_TOKEN_SECRET}
+        return secret_env_var(name) in {secret_env_var(t) for t in tokens} or bool(_JOB_KEY.fullmatch(name))
+
+    def store_secret(self, secret: SecretIn) -> None:
+        """Store a secret from `POST /v1/secrets`, bound to its endpoints. Raises `BodyError`."""
+        try:
+            check_secret_name(secret.name)
+        except ConfigError as e:
+            raise BodyError([(("body", "name"), str(e))]) from None
+        if not secret.endpoints:
+            need = (
+                "required: the endpoint URLs this secret may be sent to, e.g. "
+                "['https://integrate.api.nvidia.com']; a job sends it nowhere else"
+            )
+            raise BodyError([(("body", "endpoints"), need)])
+        try:
+            origins(secret.endpoints, f"endpoint of secret {secret.name!r}")
+        except ConfigError as e:
+            raise BodyError([(("body", "endpoints"), str(e))]) from None
+        try:
+            self.secrets.set(secret.name, secret.data, endpoints=secret.endpoints)
+        except ConfigError as e:  # what is left to refuse: an empty value
+            raise BodyError([(("body", "data"), str(e))]) from None
+
+    def _check(self, translation: Translation) -> JobSpec:
+        """The translated spec, once its files are ones jobs may read and its secrets go only where they
+        are bound to (the body's own keys are bound to the endpoints they came with). Raises `BodyError`."""
+        spec = JobSpec.model_validate(translation.spec)
+        try:
+            check_job_files(spec.dataset, self.settings.data_dirs)
+            check_spec_secrets(spec, self.secrets, skip=translation.keys)
+        except (ConfigError, DataError) as e:
+            raise BodyError([(("body",), str(e))]) from None
+        return spec
+
     def create(self, body: dict[str, Any], api: str) -> Job:
         fields = _V1_FIELDS if api == "v1" else _V2_FIELDS
         job_id = f"eval-{random_tokens.token_hex(8)}"
         translation, shape = self._translate(body, api, fields, job_id)
+        sent = endpoint_secrets(self._check(translation))
         for name, value in translation.keys.items():
-            self.secrets.set(name, value)
+            self.secrets.set(name, value, endpoints=[url for _, url, secret in sent if secret == name])
         try:
             job = self.jobs.create(translation.spec, name=body.get("name") or job_id, job_id=job_id)
         except ConfigError as e:

@@ -150,7 +150,7 @@ def test_a_job_with_a_misbehaving_judge(judge, clean_rows, tmp_path, caplog, cap
     from ascend_eval.jobs import Jobs, SecretStore
 
     secrets = SecretStore(tmp_path / "secrets")
-    secrets.set("judge-api-key", KEY)
+    secrets.set("judge-api-key", KEY, endpoints=[judge.url])
     spec = copy.deepcopy(nemo_spec("inline"))
     spec["dataset"] = {"rows": [dataset()]}
     spec["metric_params"]["judge_llm"] = {

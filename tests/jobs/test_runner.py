@@ -80,7 +80,7 @@ def test_job_scores_equal_evaluate_with_the_same_rules(jobs, judge_server, rule_
 
 
 def test_a_secret_reaches_the_endpoint_and_nowhere_else(jobs, judge_server, secrets, tmp_path):
-    secrets.set("judge-api-key", SECRET)
+    secrets.set("judge-api-key", SECRET, endpoints=[judge_server.url])
     spec = inline_spec_for(judge_server.url)
     spec["metric_params"]["judge_llm"]["inference_params"] = {
         "max_tokens": 77,
@@ -106,7 +106,7 @@ def test_a_secret_reaches_the_endpoint_and_nowhere_else(jobs, judge_server, secr
 
 
 def test_a_background_job_reads_secrets_from_its_jobs_store(jobs, judge_server, secrets):
-    secrets.set("judge-api-key", SECRET)  # in the test's store, not the default one
+    secrets.set("judge-api-key", SECRET, endpoints=[judge_server.url])  # the test's store, not the default
     job = jobs.create(inline_spec_for(judge_server.url)).start().wait(timeout=60)
     assert job.status() == "completed", job.info()
     assert {r.headers.get("authorization") for r in judge_server.server.requests} == {f"Bearer {SECRET}"}
@@ -142,7 +142,7 @@ def _has_pipeline() -> bool:
 
 
 def test_an_unreachable_judge_endpoint_fails_the_job_with_the_reason(jobs, secrets):
-    secrets.set("judge-api-key", SECRET)
+    secrets.set("judge-api-key", SECRET, endpoints=["http://127.0.0.1:9"])
     spec = inline_spec_for("http://127.0.0.1:9/v1/chat/completions")
     spec["metric_params"]["judge_llm"].update(max_retries=0, request_timeout=2)
     job = jobs.create(spec)
@@ -159,7 +159,7 @@ def test_an_unreachable_judge_endpoint_fails_the_job_with_the_reason(jobs, secre
 def test_hugging_face_dataset_offline_gives_a_clear_error(jobs, judge_server, secrets, monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
-    secrets.set("hf-token", SECRET)
+    secrets.set("hf-token", SECRET, endpoints=["https://huggingface.co"])
     spec = nemo_spec("huggingface_private")
     spec["metric_params"]["judge_llm"]["model"] = {"url": judge_server.url}
     job = jobs.create(spec)

@@ -187,7 +187,7 @@ def test_seed_urls_become_the_base_urls_our_clients_take(url, base):
 
 def test_model_refs_become_model_specs(secrets):
     models = ModelFactory(secrets, device="cpu")
-    secrets.set("judge-api-key", "sk-test")
+    secrets.set("judge-api-key", "sk-test", endpoints=["https://integrate.api.nvidia.com"])
     remote = ModelRef(url="https://integrate.api.nvidia.com/v1/chat/completions", name="meta/llama",
                       api_key_secret="judge-api-key")  # fmt: skip
     assert models.spec(remote, "judge", request_timeout=30.0, max_retries=None, max_tokens=64) == ModelSpec(

@@ -84,7 +84,8 @@ def server(tmp_path: Path) -> Iterator[Server]:
     pytest.importorskip("uvicorn", reason="ascend-eval serve needs the serve extra")
     state = tmp_path / "serve"
     state.mkdir()
-    running = Server(state, "--concurrency", "2", "--max-body-mb", "1").start()
+    # --data-dir: the tests' data files are in their tmp_path, which the server's jobs may then read
+    running = Server(state, "--concurrency", "2", "--max-body-mb", "1", "--data-dir", str(tmp_path)).start()
     try:
         yield running
     finally:

@@ -61,6 +61,7 @@ def cli_results(tmp_path, data_path, judge_url) -> dict:
     }
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     env = {**os.environ, "ASCEND_EVAL_SECRET_JUDGE_KEY": SECRET, "HF_HUB_OFFLINE": "1"}
+    env["ASCEND_EVAL_ENDPOINTS_JUDGE_KEY"] = judge_url  # where the variable's value may be sent
     base = [sys.executable, "-m", "ascend_eval.cli.main", "job", "--jobs-dir", str(tmp_path / "cli-jobs")]
     run = subprocess.run(
         [*base, "run", str(tmp_path / "spec.json"), "--id", "cli"],
@@ -293,7 +294,8 @@ def test_413_for_a_body_over_the_limit(server):
 def test_secrets_create_list_delete(server):
     headers = server.headers()
     url = server.url + "/v1/secrets"
-    assert httpx.post(url, json={"name": "judge-api-key", "data": SECRET}, headers=headers).status_code == 200
+    body = {"name": "judge-api-key", "data": SECRET, "endpoints": ["https://integrate.api.nvidia.com"]}
+    assert httpx.post(url, json=body, headers=headers).status_code == 200
     listed = httpx.get(url, headers=headers).json()["data"]
     assert {"name": "judge-api-key", "source": "file"} in listed and SECRET not in json.dumps(listed)
     assert (server.secrets_dir / "judge-api-key").stat().st_mode & 0o777 == 0o600
