@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ascend_eval.data.sample import GROUND_TRUTHS, Column, Sample
+from ascend_eval.data.sample import GROUND_TRUTHS, Column, Sample, bare_name
 from ascend_eval.models.errors import DataError
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -106,7 +106,7 @@ def _convert(role: str, name: str, value: Any) -> Any:
     if role == "id":
         return _to_id(value)
     column = Column(role)
-    if name == GROUND_TRUTHS:
+    if bare_name(name) == GROUND_TRUTHS:
         # RAGAS v0.0.x stored several reference answers; later versions (and metrics) use one. A plain
         # string there is the one reference.
         items = _to_text_list(value, plain_string_ok=True)

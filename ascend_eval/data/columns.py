@@ -7,12 +7,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ascend_eval.data.cells import preview
-from ascend_eval.data.sample import ID_COLUMNS, LEGACY_ALIASES, Column, default_role, did_you_mean
+from ascend_eval.data.sample import (
+    ID_COLUMNS,
+    LEGACY_ALIASES,
+    Column,
+    bare_name,
+    default_role,
+    did_you_mean,
+)
 from ascend_eval.models.errors import DataError
 
 
 def column_roles(columns: Sequence[str], column_map: Mapping[str, str] | None) -> dict[str, str]:
     """Source column -> what it becomes: a `Column` value, "id" or "metadata".
+
+    A U+FEFF in a column's name is ignored when the name is matched (`bare_name`), by its own name and by a
+    `column_map` value alike: `"\\ufeffid"` is the id column, and `{"user_input": "query"}` names the
+    column `"\\ufeffquery"` when the dataset has no column `"query"`.
 
     Raises:
         DataError: a `column_map` key is not our column name, a value names no dataset column, or two
@@ -35,6 +46,7 @@ def column_roles(columns: Sequence[str], column_map: Mapping[str, str] | None) -
                 f"column_map={{'user_input': 'query'}}. The dataset's columns are {list(columns)}."
             )
         role = _map_key(key, dataset_column, columns)
+        dataset_column = _column_named(dataset_column, columns)
         if role in claimed:
             raise DataError(
                 f"column_map gives {role!r} twice ({claimed[role]!r} and {dataset_column!r}). Keep one entry."
@@ -59,6 +71,15 @@ def column_roles(columns: Sequence[str], column_map: Mapping[str, str] | None) -
     for role, name in claimed.items():
         roles[name] = role
     return roles
+
+
+def _column_named(name: str, columns: Sequence[str]) -> str:
+    """The dataset column `name` means: itself when the dataset has it, else the one column whose name
+    differs from it only by U+FEFF characters (`bare_name`), else `name` unchanged."""
+    if name in columns:
+        return name
+    matches = [column for column in columns if bare_name(column) == bare_name(name)]
+    return matches[0] if len(matches) == 1 else name
 
 
 def _map_key(key: Any, value: Any, columns: Sequence[str]) -> str:

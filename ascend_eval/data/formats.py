@@ -1,6 +1,11 @@
 """Files -> (columns, rows, description): `.json`, `.jsonl`, `.csv` and `.parquet`.
 
 Only the Parquet reader imports pyarrow (an optional dependency); JSON and CSV use the standard library.
+
+Text files are UTF-8, with or without byte-order marks: every BOM at the start of the file is dropped (a
+file re-saved by an editor that adds one has two, and the second one would be read as the start of the
+first column's name, so that an `id` column went unrecognised), and so is every BOM at the start of a
+`.jsonl` line (two files with BOMs joined with `cat`).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ _PANDAS_INDEX_COLUMN = re.compile(r"__index_level_\d+__")
 # csv's default field limit (128 KiB) is smaller than some retrieved-context lists. 2**31 - 1 is the
 # largest value every platform's C long accepts.
 _CSV_FIELD_LIMIT = 2**31 - 1
+BOM = "\ufeff"
+"""U+FEFF, the byte-order mark, as text: the `utf-8-sig` codec drops one at the start, not more."""
 
 
 def read_file(path: Path) -> tuple[list[str], list[Row], str]:
@@ -45,7 +52,7 @@ def read_file(path: Path) -> tuple[list[str], list[Row], str]:
         if extension == ".csv":
             columns, rows = _read_csv(path)
             return columns, rows, description
-        text = path.read_text(encoding="utf-8-sig")
+        text = path.read_text(encoding="utf-8-sig").lstrip(BOM)
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, extension, exc.start) from exc
     except OSError as exc:
@@ -125,6 +132,7 @@ def _unreadable(path: Path, exc: OSError) -> DataError:
 def _parse_jsonl(text: str, path: Path) -> list[Row]:
     rows: list[Row] = []
     for line_number, line in enumerate(text.splitlines(), start=1):
+        line = line.lstrip(BOM)
         if line.strip():
             rows.append(_jsonl_row(line, line_number, path))
     return rows
@@ -180,7 +188,7 @@ def _csv_reader(path: Path) -> Iterator[Any]:
     # The stdlib reader keeps every cell as the exact text written (pandas would turn "42" into an
     # int and "None" or "NA" into NaN); only an empty cell means "absent".
     with path.open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle)
+        reader = csv.DictReader(_without_leading_boms(handle))
         with _csv_field_limit(_CSV_FIELD_LIMIT):
             columns = list(reader.fieldnames or [])
         repeated = sorted({name for name in columns if columns.count(name) > 1})
@@ -206,6 +214,27 @@ def _csv_reader(path: Path) -> Iterator[Any]:
                     "columns. Quote cells that contain commas or line breaks."
                 )
             yield {name: (None if cell in (None, "") else cell) for name, cell in row.items()}
+
+
+def _without_leading_boms(lines: Iterator[str]) -> Iterator[str]:
+    """`lines` with every BOM at the start of the first one dropped (`utf-8-sig` drops only one), so that
+    a header `\\ufeff"id",...` is read as the quoted name `id`, not as `\\ufeff"id"`."""
+    for number, line in enumerate(lines):
+        yield line.lstrip(BOM) if number == 0 else line
+
+
+def leading_boms(path: Path) -> int:
+    """How many byte-order marks the file at `path` starts with (0 when it cannot be read)."""
+    mark = BOM.encode("utf-8")
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return 0
+    count = 0
+    while head.startswith(mark, count * len(mark)):
+        count += 1
+    return count
 
 
 def _read_parquet(path: Path) -> tuple[list[str], list[Row]]:
@@ -263,7 +292,8 @@ def iter_jsonl_rows(path: Path) -> Iterator[Row]:
         DataError: as `read_file` does for the file.
     """
     problem: DataError | None = None
-    for line_number, line in _text_lines(path, ".jsonl"):
+    for line_number, raw in _text_lines(path, ".jsonl"):
+        line = raw.lstrip(BOM)
         if problem is not None or not line.strip():
             continue
         try:

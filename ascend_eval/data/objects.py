@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ascend_eval.data.cells import preview
-from ascend_eval.data.sample import GROUND_TRUTHS, LEGACY_ALIASES, Column, Sample
+from ascend_eval.data.sample import GROUND_TRUTHS, LEGACY_ALIASES, Column, Sample, bare_name
 from ascend_eval.models.errors import DataError
 
 Row = dict[str, Any]
@@ -77,7 +77,7 @@ def read_mapping(data: Mapping[Any, Any], description: str) -> tuple[list[str], 
             isinstance(inner, list) and all(isinstance(item, Mapping) for item in inner)
         )
         # {"data": [...]} wraps the dataset unless the dict is itself columnar with a "data" column.
-        if wraps and not known.intersection(map(str, data)):
+        if wraps and not known.intersection(bare_name(str(key)) for key in data):
             if isinstance(inner, Mapping):
                 return read_mapping(inner, description)
             rows = rows_from_items(inner, description)

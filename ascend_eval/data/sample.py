@@ -384,11 +384,22 @@ class Dataset(Sequence[Sample]):
         return f"Dataset({len(self)} samples from {self._source}, columns={list(self._columns)})"
 
 
+def bare_name(name: str) -> str:
+    """A column name without U+FEFF anywhere in it: the byte-order mark (a zero-width no-break space inside
+    text) is invisible, so a name that holds one is matched as the name it shows. A CSV saved with two
+    BOMs, files joined with `paste`, or a JSON written from a CSV read without `utf-8-sig` give such names.
+
+    >>> bare_name("\\ufeffid"), bare_name("gro\\ufeffund_truth")
+    ('id', 'ground_truth')
+    """
+    return name.replace("\ufeff", "")
+
+
 def default_role(name: str) -> str:
     """What a source column becomes when no column_map names it.
 
     Args:
-        name: A column name as written in the source.
+        name: A column name as written in the source; a U+FEFF in it is ignored (`bare_name`).
 
     Returns:
         A `Column` value (current names, legacy aliases, and `ground_truths`, whose first element is
@@ -397,6 +408,7 @@ def default_role(name: str) -> str:
     >>> default_role("contexts"), default_role("ground_truths"), default_role("sample_id"), default_role("x")
     ('retrieved_contexts', 'reference', 'id', 'metadata')
     """
+    name = bare_name(name)
     if name in LEGACY_ALIASES:
         return LEGACY_ALIASES[name].value
     if name in _COLUMN_VALUES:

@@ -24,6 +24,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ascend_eval.data.cells import make_sample
+from ascend_eval.data.formats import BOM
 from ascend_eval.engine import Backends
 from ascend_eval.metrics import resolve_metrics
 from ascend_eval.models.errors import AscendEvalError
@@ -59,9 +60,11 @@ def batch_rows(kind: str, batch: Any, columns: Sequence[str]) -> list[dict[str, 
     Parquet file's pandas index column, say, is not one)."""
     wanted = set(columns)
     if kind == "jsonl":
-        # read_text has split the file the way our reader does (str.splitlines, blank lines dropped); a
-        # line keeps its JSON types (pyarrow's JSON reader would infer a schema and change cells).
-        rows = [json.loads(line) for line in batch.column("text").to_pylist() if line.strip()]
+        # read_text has split the file the way our reader does (str.splitlines, blank lines dropped, and
+        # byte-order marks at the start of a line); a line keeps its JSON types (pyarrow's JSON reader
+        # would infer a schema and change cells).
+        lines = (line.lstrip(BOM) for line in batch.column("text").to_pylist())
+        rows = [json.loads(line) for line in lines if line.strip()]
     elif kind == "arrow":
         rows = batch.to_pylist()
     elif kind == "pandas":

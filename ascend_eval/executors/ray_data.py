@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.data.cells import make_sample
-from ascend_eval.data.formats import read_file
+from ascend_eval.data.formats import leading_boms, read_file
 from ascend_eval.data.objects import is_type, read_mapping, rows_from_items
 from ascend_eval.engine.stats import StageStats
 from ascend_eval.examples import builtin_dataset
@@ -446,7 +446,11 @@ def data_context(ray: Any, **settings: Any) -> Iterator[None]:
 
 def read_csv_as_text(ray: Any, path: Path, columns: Sequence[str], blocks: int) -> Any:
     """A CSV file with every cell as the exact text written and only an empty cell as null, as our CSV
-    reader reads it (pyarrow would otherwise infer numbers and read "NA" or "null" as missing)."""
+    reader reads it (pyarrow would otherwise infer numbers and read "NA" or "null" as missing).
+
+    `columns` are the header's names as our reader read them. pyarrow drops one byte-order mark, not
+    more: a file that starts with several has its header row skipped and these names given instead, so
+    that the first column is `id`, not `\\ufeffid`."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -457,10 +461,16 @@ def read_csv_as_text(ray: Any, path: Path, columns: Sequence[str], blocks: int) 
         quoted_strings_can_be_null=True,
     )
     parse = pacsv.ParseOptions(newlines_in_values=True)
+    header_names = {}
+    if leading_boms(path) > 1:
+        header_names["read_options"] = pacsv.ReadOptions(
+            use_threads=False, column_names=list(columns), skip_rows=1
+        )
     return ray.data.read_csv(
         str(path),
         parse_options=parse,
         convert_options=convert,
+        **header_names,
         num_cpus=READ_CPUS,
         override_num_blocks=blocks,
     )

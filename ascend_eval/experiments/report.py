@@ -10,7 +10,6 @@ distribution of every point. Plot text is ASCII (metric and parameter names), so
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from typing import Any
 
 from ascend_eval.experiments.results import ExperimentResult, PointResult, format_mean
 from ascend_eval.models.errors import MissingDependencyError
+from ascend_eval.report.escape import html_text
 
 _X_PREFERENCE = ("top_k", "metric_params.top_k", "chunk_size", "retriever_pipeline.chunk_size")
 
@@ -144,13 +144,13 @@ def _table_html(result: ExperimentResult) -> str:
     metrics = result.metrics
     best = {m: result.best(m) for m in metrics}
     params = list(result.sweep)
-    head = "".join(f'<th class="label">{html.escape(p)}</th>' for p in params)
-    head += "".join(f"<th>{html.escape(m)}</th>" for m in metrics) + "<th>scored / NaN</th><th>seconds</th>"
+    head = "".join(f'<th class="label">{html_text(p)}</th>' for p in params)
+    head += "".join(f"<th>{html_text(m)}</th>" for m in metrics) + "<th>scored / NaN</th><th>seconds</th>"
     rows = []
     for point in result.points:
-        cells = "".join(f'<td class="label">{html.escape(str(point.params[p]))}</td>' for p in params)
+        cells = "".join(f'<td class="label">{html_text(str(point.params[p]))}</td>' for p in params)
         if point.status != "completed":
-            error = html.escape(point.error or "")
+            error = html_text(point.error or "")
             cells += f'<td class="failed label" colspan="{len(metrics) + 2}">failed: {error}</td>'
         else:
             for m in metrics:
@@ -165,23 +165,23 @@ def _table_html(result: ExperimentResult) -> str:
 
 def _samples_html(point: PointResult, metrics: Sequence[str]) -> str:
     head = '<th class="label">id</th><th class="label">question</th><th class="label">answer</th>'
-    head += "".join(f"<th>{html.escape(m)}</th>" for m in metrics)
+    head += "".join(f"<th>{html_text(m)}</th>" for m in metrics)
     body = []
     for row in point.rows:
         cells = "".join(
-            f'<td class="label">{html.escape(str(row.get(k) or ""))[:300]}</td>'
+            f'<td class="label">{html_text(str(row.get(k) or "")[:300])}</td>'
             for k in ("id", "user_input", "response")
         )
         cells += "".join(f"<td>{_cell(row.get(m))}</td>" for m in metrics)
         body.append(f"<tr>{cells}</tr>")
     return (
-        f"<details><summary>{html.escape(point.label)}: {len(point.rows)} samples</summary>"
+        f"<details><summary>{html_text(point.label)}: {len(point.rows)} samples</summary>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></details>"
     )
 
 
 def _figure_html(png: str, caption: str) -> str:
-    alt = html.escape(caption)
+    alt = html_text(caption)
     return (
         f'<figure><img src="data:image/png;base64,{png}" alt="{alt}"><figcaption>{alt}</figcaption></figure>'
     )
@@ -197,20 +197,20 @@ def render_html(result: ExperimentResult) -> str:
     )
     failed = [p for p in result.points if p.status != "completed"]
     grid = ", ".join(
-        f"{html.escape(k)} &isin; {html.escape(json.dumps(v, ensure_ascii=False))}"
+        f"{html_text(k)} &isin; {html_text(json.dumps(v, ensure_ascii=False))}"
         for k, v in result.sweep.items()
     )
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(result.name)}: experiment report</title>
+<html lang="en"><head><meta charset="utf-8"><title>{html_text(result.name)}: experiment report</title>
 <style>{_STYLE}</style></head><body>
-<h1>{html.escape(result.name)}</h1>
+<h1>{html_text(result.name)}</h1>
 <p class="meta">{len(result.points)} points ({grid}); {len(failed)} failed; {result.wall_seconds:.1f}s in all;
 written {when} by ascend-eval.</p>
 <h2>Scores per point</h2>
 <p class="meta">Mean of each metric over the scored samples; the best point per metric is highlighted.</p>
 {_table_html(result)}
-<h2>Metrics vs {html.escape(x)}</h2><div class="plots">{trend}</div>
+<h2>Metrics vs {html_text(x)}</h2><div class="plots">{trend}</div>
 <h2>Per-sample score distributions</h2><div class="plots">{spread}</div>
 <h2>Samples</h2>{"".join(_samples_html(p, metrics) for p in result.points if p.status == "completed")}
 </body></html>

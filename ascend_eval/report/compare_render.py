@@ -1,11 +1,18 @@
 """Markdown and HTML for a run comparison, rendered from `RunComparison.to_dict()`, so that a comparison
-saved as JSON renders the same way as a fresh one."""
+saved as JSON renders the same way as a fresh one.
+
+The runs' text (ids, questions, each run's reasons, model names, paths) is the dataset's and the runs':
+in Markdown it is escaped so that no link, image, emphasis, code span or raw HTML can start in it and a
+table cell cannot end its row; in HTML it is escaped, and in both a bidi control (U+202E, ...) is shown as a
+visible marker instead of reordering what is displayed (`ascend_eval.report.escape`).
+"""
 
 from __future__ import annotations
 
-import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from ascend_eval.report.escape import html_text, markdown_cell
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 80em; }
@@ -43,18 +50,25 @@ def _samples_line(data: dict[str, Any]) -> str:
     )
 
 
-def _differences_line(data: dict[str, Any]) -> str:
+def _same(text: str) -> str:
+    return text
+
+
+def _differences_line(data: dict[str, Any], text: Callable[[str], str] = _same) -> str:
+    """The differences, each one's values passed through `text` (`markdown_cell` for Markdown) and the
+    arrows between them left as they are."""
     if not data["differences"]:
         return "none in the models, judge mode, decoding, prompt versions or metric settings."
-    return "; ".join(data["differences"]) + "."
+    return "; ".join(" -> ".join(map(text, d.split(" -> "))) for d in data["differences"]) + "."
 
 
-def _only_line(data: dict[str, Any]) -> str | None:
+def _only_line(data: dict[str, Any], text: Callable[[str], str] = _same) -> str | None:
+    """The metrics in one run only, each name passed through `text`; None when there are none."""
     parts = []
     if data["metrics_only_a"]:
-        parts.append(f"only in A: {', '.join(data['metrics_only_a'])}")
+        parts.append(f"only in A: {', '.join(map(text, data['metrics_only_a']))}")
     if data["metrics_only_b"]:
-        parts.append(f"only in B: {', '.join(data['metrics_only_b'])}")
+        parts.append(f"only in B: {', '.join(map(text, data['metrics_only_b']))}")
     return "Metrics not compared (" + "; ".join(parts) + ")." if parts else None
 
 
@@ -109,15 +123,19 @@ def _unscored_line(metric: dict[str, Any]) -> str:
     return f"Left out, NaN in a run: {count} sample{'s' if count != 1 else ''}{more}"
 
 
-def _md_cell(text: str) -> str:
-    # A pipe ends a cell and a newline ends the row; "<" could open raw HTML in a Markdown viewer.
-    return " ".join(text.split()).replace("|", "\\|").replace("<", "&lt;")
+def _md_number(text: str) -> str:
+    # Numbers this module formatted: only a pipe or a line break could break the table.
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[int] = ()) -> list[str]:
+    """A GitHub table; the `numeric` columns hold numbers formatted here, every other cell is text from the
+    runs and is escaped (`markdown_cell`)."""
     align = ["--:" if i in numeric else "---" for i in range(len(head))]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    for row in rows:
+        cells = (_md_number(c) if i in numeric else markdown_cell(c) for i, c in enumerate(row))
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
@@ -126,18 +144,18 @@ def comparison_markdown(data: dict[str, Any]) -> str:
     setup = [("run", data["run_a"], data["run_b"])] + [(h["what"], h["a"], h["b"]) for h in data["header"]]
     lines = ["# Run comparison: B against A", ""]
     lines += _md_table(("", "A", "B"), setup)
-    lines += ["", f"**Differences:** {_md_cell(_differences_line(data))}", ""]
+    lines += ["", f"**Differences:** {_differences_line(data, markdown_cell)}", ""]
     lines += [f"**Samples:** {_samples_line(data)}", ""]
     lines += _md_table(
         _METRIC_HEAD, [_metric_cells(m) for m in data["metrics"]], numeric=(1, 2, 3, 4, 5, 7, 8, 9)
     )
-    only = _only_line(data)
+    only = _only_line(data, markdown_cell)
     lines += ["", *([only, ""] if only else []), _caveat(data)]
     listed = [m for m in data["metrics"] if m["movers"] or m["unscored"]]
     if listed:
         lines += ["", "## Largest changes"]
     for m in listed:
-        lines += ["", f"### {m['name']}", ""]
+        lines += ["", f"### {markdown_cell(m['name'])}", ""]
         if m["movers"]:
             lines += _md_table(_MOVER_HEAD, [_mover_cells(v) for v in m["movers"]], numeric=(2, 3, 4))
         if m["unscored"]:
@@ -153,7 +171,7 @@ def _html_table(
     row_classes: Sequence[str] | None = None,
     signed: Sequence[int] = (),
 ) -> str:
-    out = ["<table>", "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    out = ["<table>", "<tr>" + "".join(f"<th>{html_text(h)}</th>" for h in head) + "</tr>"]
     for r, row in enumerate(rows):
         cls = f' class="{row_classes[r]}"' if row_classes and row_classes[r] else ""
         cells = []
@@ -162,16 +180,16 @@ def _html_table(
             if i in signed and cell.startswith(("+", "-")) and cell.strip("+-0.") != "":
                 classes.append("up" if cell.startswith("+") else "down")
             attr = f' class="{" ".join(classes)}"' if classes else ""
-            cells.append(f"<td{attr}>{html.escape(cell)}</td>")
+            cells.append(f"<td{attr}>{html_text(cell)}</td>")
         out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     out.append("</table>")
     return "\n".join(out)
 
 
 def comparison_html(data: dict[str, Any]) -> str:
-    """One self-contained HTML page for a `RunComparison.to_dict()`: inline CSS, every text escaped,
-    no scripts and no external resources."""
-    e = html.escape
+    """One self-contained HTML page for a `RunComparison.to_dict()`: inline CSS, every text escaped (bidi
+    controls shown as markers), no scripts and no external resources."""
+    e = html_text
     setup = [("run", data["run_a"], data["run_b"])] + [(h["what"], h["a"], h["b"]) for h in data["header"]]
     parts = [
         "<!DOCTYPE html>",

@@ -8,11 +8,12 @@ key is shown as `key: value`, truncated, so a metric's new detail is visible bef
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from ascend_eval.report.escape import html_text
 
 TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("statements", ("p_supported", "verdicts", "attributed", "reasons"), "statements"),
@@ -100,23 +101,23 @@ def _is_low(key: str, value: Any) -> bool:
 
 def _cell(key: str, value: Any) -> str:
     klass = ' class="low"' if _is_low(key, value) else ""
-    return f"<td{klass}>{html.escape(format_value(value))}</td>"
+    return f"<td{klass}>{html_text(format_value(value))}</td>"
 
 
 def _table(
     caption: str, first: str, rows: Sequence[str], columns: Sequence[tuple[str, Sequence[Any]]]
 ) -> str:
-    head = f'<th>#</th><th class="text">{html.escape(first)}</th>' + "".join(
-        f"<th>{html.escape(HEADERS.get(k, k))}</th>" for k, _ in columns
+    head = f'<th>#</th><th class="text">{html_text(first)}</th>' + "".join(
+        f"<th>{html_text(HEADERS.get(k, k))}</th>" for k, _ in columns
     )
     body = []
     for i, text in enumerate(rows):
         cells = "".join(_cell(k, values[i]) for k, values in columns)
         body.append(
-            f'<tr><td>{i + 1}</td><td class="text">{html.escape(clip(text, VALUE_LIMIT))}</td>{cells}</tr>'
+            f'<tr><td>{i + 1}</td><td class="text">{html_text(clip(text, VALUE_LIMIT))}</td>{cells}</tr>'
         )
     return (
-        f'<table class="details"><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead>'
+        f'<table class="details"><caption>{html_text(caption)}</caption><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
     )
 
@@ -179,11 +180,11 @@ def details_html(details: Mapping[str, Any], contexts: Sequence[str] | None = No
     if "raw" in details:
         used.add("raw")
         raw = details["raw"] if isinstance(details["raw"], str) else format_value(details["raw"], RAW_LIMIT)
-        parts.append(f'<p class="key">raw judge output</p><pre>{html.escape(clip(raw, RAW_LIMIT))}</pre>')
+        parts.append(f'<p class="key">raw judge output</p><pre>{html_text(clip(raw, RAW_LIMIT))}</pre>')
     rest = [(k, v) for k, v in details.items() if k not in used]
     if rest:
         items_html = "".join(
-            f"<dt>{html.escape(str(k))}</dt><dd>{html.escape(format_value(v))}</dd>" for k, v in rest
+            f"<dt>{html_text(str(k))}</dt><dd>{html_text(format_value(v))}</dd>" for k, v in rest
         )
         parts.append(f'<dl class="details">{items_html}</dl>')
     return "".join(parts)

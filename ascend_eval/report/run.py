@@ -2,7 +2,8 @@
 
 Inline CSS and inline SVG only, no script and no external reference (fonts, images, styles), so the file
 can be mailed or archived alone and read offline. Every piece of user text (questions, answers, contexts,
-judge output) and every name is HTML-escaped.
+judge output) and every name is HTML-escaped, with each bidi control (U+202E, ...) shown as a visible marker
+so that it cannot reorder what the page shows (`ascend_eval.report.escape.html_text`).
 
 This module does not import `ascend_eval.results`: `EvaluationResult.save` calls it, and the import graph
 has no cycles (tests/test_import_graph.py). It reads a result through the `RunResult` protocol, which
@@ -12,7 +13,6 @@ has no cycles (tests/test_import_graph.py). It reads a result through the `RunRe
 from __future__ import annotations
 
 import heapq
-import html
 import itertools
 import json
 import math
@@ -28,6 +28,7 @@ from ascend_eval.data import Sample
 from ascend_eval.engine.stats import StageStats
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.report.details import clip, details_html
+from ascend_eval.report.escape import html_text
 from ascend_eval.report.svg import histogram_svg
 
 LOWEST = 3
@@ -98,7 +99,7 @@ summary{font-size:.85rem;color:#555;cursor:pointer}
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value))
+    return html_text(str(value))
 
 
 def _number(value: float | None, places: int = 3) -> str:

@@ -6,9 +6,10 @@ can be read without hovering and without a browser at all.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping, Sequence
+
+from ascend_eval.report.escape import html_text
 
 BINS = 10
 LANGUAGE_COLOURS = {"en": "#3b6fd4", "zh": "#e07b39"}
@@ -71,10 +72,10 @@ def histogram_svg(
     parts = [
         (
             f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-            f'aria-label="{html.escape(title)} histogram">'
+            f'aria-label="{html_text(title)} histogram">'
         ),
-        f"<title>{html.escape(title)}: scores in {BINS} bins over [0, 1]</title>",
-        f'<text x="{left}" y="14" font-size="12" font-weight="bold">{html.escape(title)}</text>',
+        f"<title>{html_text(title)}: scores in {BINS} bins over [0, 1]</title>",
+        f'<text x="{left}" y="14" font-size="12" font-weight="bold">{html_text(title)}</text>',
         f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#444"/>',
         f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="#444"/>',
         f'<text x="{left - 4}" y="{top + 4}" font-size="9" text-anchor="end">{peak}</text>',
@@ -98,7 +99,7 @@ def histogram_svg(
             label = f"{lang} [{i / BINS:.1f}, {(i + 1) / BINS:.1f}{']' if i == BINS - 1 else ')'}: {n}"
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" fill="{colour}">'
-                f"<title>{html.escape(label)}</title></rect>"
+                f"<title>{html_text(label)}</title></rect>"
                 f'<text x="{x + bar / 2:.1f}" y="{y - 2:.1f}" font-size="8" text-anchor="middle">{n}</text>'
             )
     for j, lang in enumerate(languages):
@@ -106,7 +107,7 @@ def histogram_svg(
         total, colour = sum(counts[lang]), language_colour(lang, languages)
         parts.append(
             f'<rect x="{x}" y="{height - 12}" width="9" height="9" fill="{colour}"/>'
-            f'<text x="{x + 12}" y="{height - 4}" font-size="10">{html.escape(lang)} (n={total})</text>'
+            f'<text x="{x + 12}" y="{height - 4}" font-size="10">{html_text(lang)} (n={total})</text>'
         )
     parts.append("</svg>")
     return "".join(parts)

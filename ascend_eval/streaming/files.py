@@ -20,6 +20,7 @@ from typing import IO, Any
 from ascend_eval.data import Sample
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.report.bootstrap import BOOTSTRAP_LIMIT, DEFAULT_RESAMPLES
+from ascend_eval.report.escape import spreadsheet_row
 
 SAMPLES_FILE = "samples.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -144,7 +145,9 @@ def write_job_results(
 
 def write_scores_csv(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
     """Per-sample scores without details; list columns as JSON text. UTF-8 with a BOM so that spreadsheet
-    programs show Chinese correctly."""
+    programs show Chinese correctly, and made safe to open in one: a text cell (a question, an id, a reason)
+    that starts with `=`, `+`, `-`, `@`, a tab or a carriage return starts with a single quote, so that it is
+    not run as a formula (`spreadsheet_row`); numbers, scores included, are written as they are."""
     with path.open("w", newline="", encoding="utf-8-sig") as f:
         writer: csv.DictWriter[str] | None = None
         for row in rows:
@@ -155,8 +158,8 @@ def write_scores_csv(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
             }
             if writer is None:
                 writer = csv.DictWriter(f, fieldnames=list(flat))
-                writer.writeheader()
-            writer.writerow(flat)
+                writer.writerow(spreadsheet_row({name: name for name in flat}))
+            writer.writerow(spreadsheet_row(flat))
     return path
 
 
