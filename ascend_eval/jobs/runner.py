@@ -22,6 +22,7 @@ import logging
 import os
 import re
 import secrets as random_tokens
+import shutil
 import signal
 import socket
 import subprocess
@@ -42,7 +43,13 @@ from ascend_eval.streaming.files import write_job_results
 logger = logging.getLogger("ascend_eval.jobs")
 
 STATES = ("pending", "running", "completed", "failed", "cancelled")
-FINISHED = frozenset({"completed", "failed", "cancelled"})
+"""The statuses a job's status.json holds."""
+DAMAGED = "error"
+"""The status of a job whose status.json cannot be read (torn, not an object, an unknown status): never
+written, only reported, with the file and what is wrong with it as the job's error. Such a job is not run
+again until the file is restored; every other job is unaffected."""
+FINISHED = frozenset({"completed", "failed", "cancelled", DAMAGED})
+"""The statuses no process changes any more."""
 # fullmatch, not match: Python's `$` also matches before a final newline, so "job\n" would pass.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 RESULTS_FILE = "job_results.json"
@@ -64,13 +71,45 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> None:
     _replace_text(path, json.dumps(data, ensure_ascii=False, indent=2))
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, as JSON names it (for a message about a record that is not an object)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def read_record(path: Path) -> dict[str, Any]:
     """The JSON object in `path`, or {} when there is none: asked once, not "exists, then read", since a
-    rerun removes progress.json while a server thread may be reading it."""
+    rerun removes progress.json while a server thread may be reading it.
+
+    Raises:
+        ConfigError: the file cannot be read, is not UTF-8 JSON, or holds something else than an object;
+            the message names the file and what is wrong with it (callers add the fix).
+    """
     try:
-        return dict(json.loads(path.read_text(encoding="utf-8")))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path} is damaged: it is not UTF-8 text (byte {e.start}).") from None
+    except OSError as e:
+        raise ConfigError(f"{path} cannot be read: {e.strerror or e}.") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        what = "it is empty" if not text.strip() else f"{e.msg}: line {e.lineno} column {e.colno}"
+        raise ConfigError(f"{path} is damaged: it is not valid JSON ({what}).") from None
+    except (RecursionError, ValueError) as e:  # nested thousands deep; an integer of 4300+ digits
+        raise ConfigError(f"{path} is damaged: it cannot be read as JSON ({type(e).__name__}).") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} is damaged: it holds {_json_kind(data)}, not a JSON object.")
+    return data
 
 
 def _alive(pid: int) -> bool:
@@ -106,9 +145,33 @@ class Job:
     def spec(self) -> JobSpec:
         return load_spec(self.directory / "spec.json")
 
+    def _record(self) -> dict[str, Any]:
+        """status.json as written, or, when it cannot be read, a record with status `DAMAGED` whose
+        error names the file, what is wrong with it and the fix."""
+        path = self.directory / "status.json"
+        try:
+            info = read_record(path)
+            if not info and not path.is_file():  # deleted meanwhile: no job, not a damaged one
+                raise FileNotFoundError(2, "No such file or directory", str(path))
+            status = info.get("status")
+            if status not in STATES:
+                raise ConfigError(
+                    f"{path} is damaged: its status is {status!r}, not one of {', '.join(STATES)}."
+                )
+        except ConfigError as e:
+            return {
+                "id": self.id,
+                "name": None,
+                "status": DAMAGED,
+                "error": f"{e} The job is not run or resumed until the file is restored; to drop the job, "
+                f"delete its folder {self.directory}.",
+            }
+        return info
+
     def info(self) -> dict[str, Any]:
-        """The status record. A job whose process has died before it finished reads as failed."""
-        info: dict[str, Any] = json.loads((self.directory / "status.json").read_text(encoding="utf-8"))
+        """The status record. A job whose process has died before it finished reads as failed; one whose
+        status.json cannot be read reads as `DAMAGED` ("error"), with the reason as its error."""
+        info = self._record()
         here = info.get("host") == socket.gethostname()
         pid = info.get("pid")
         if info["status"] == "running" and pid and here and not _alive(pid):
@@ -144,13 +207,19 @@ class Job:
 
     def _update(self, **fields: Any) -> dict[str, Any]:
         path = self.directory / "status.json"
-        info = _read_json(path)
+        info = read_record(path)  # a damaged record raises, naming the file: it is never overwritten
         info.update(fields)
         _write_json(path, info)
         return info
 
     def progress(self) -> dict[str, Any]:
-        return _read_json(self.directory / "progress.json")
+        """The last progress report; {} when there is none, or when progress.json cannot be read (the
+        next report replaces it: only the counts are lost)."""
+        try:
+            return read_record(self.directory / "progress.json")
+        except ConfigError as e:
+            logger.warning("job %s: progress not shown: %s", self.id, e)
+            return {}
 
     @property
     def cache_dir(self) -> Path:
@@ -181,6 +250,7 @@ class Job:
             AscendEvalError: whatever made the job fail (also recorded in status.json).
         """
         info = self.info()
+        _check_runnable(self.id, info)
         if info["status"] == "running" and info.get("pid") not in (None, os.getpid()):
             raise ConfigError(f"Job {self.id!r} is already running (pid {info['pid']}).")
         (self.directory / "progress.json").unlink(missing_ok=True)
@@ -236,6 +306,7 @@ class Job:
     def start(self) -> Job:
         """Run the job in a background process (`python -m ascend_eval.jobs`); returns at once."""
         info = self.info()
+        _check_runnable(self.id, info)
         if info["status"] == "running":
             raise ConfigError(f"Job {self.id!r} is already running (pid {info.get('pid')}).")
         command = [sys.executable, "-m", "ascend_eval.jobs", "--root", str(self.directory.parent)]
@@ -299,20 +370,28 @@ class Job:
 
     def _recorded(self) -> str:
         """The status as written, without the dead-process check of `info()`."""
-        return str(json.loads((self.directory / "status.json").read_text(encoding="utf-8"))["status"])
+        return str(self._record()["status"])
 
     def _background_pid(self) -> int | None:
         try:
-            text = (self.directory / "background.pid").read_text()
+            text = (self.directory / "background.pid").read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return None
         # Empty: left by an older version that wrote it in place, or by a kill in the middle of that.
-        return int(text) if text.strip() else None
+        # Anything but a pid (a file damaged from outside) is no process of ours either.
+        return int(text) if text.strip().isdigit() else None
 
     def _process_lives(self, pid: int) -> bool:
         if self._process is not None and self._process.pid == pid:
             return self._process.poll() is None  # our own child: reap it, or it lingers as a zombie
         return _alive(pid)
+
+
+def _check_runnable(job_id: str, info: dict[str, Any]) -> None:
+    """Refuse to run a job whose status.json cannot be read: a run would overwrite the record (and its
+    cache folder is only known from it)."""
+    if info["status"] == DAMAGED:
+        raise ConfigError(f"Job {job_id!r} cannot run: {info['error']}")
 
 
 def cancel_on_sigterm() -> None:
@@ -410,19 +489,25 @@ class Jobs:
         if directory.exists():
             raise ConfigError(f"Job {job_id!r} exists already in {self.root}. Choose another id.")
         directory.mkdir(parents=True)
-        (directory / "spec.json").write_text(validated.to_json(), encoding="utf-8")
         cache = Path(cache_dir).expanduser().absolute() if cache_dir is not None else directory / "cache"
-        _write_json(
-            directory / "status.json",
-            {
-                "id": job_id,
-                "name": name,
-                "status": "pending",
-                "created": _now(),
-                "cache_dir": str(cache),
-                "runs": 0,
-            },
-        )
+        try:
+            (directory / "spec.json").write_text(validated.to_json(), encoding="utf-8")
+            _write_json(
+                directory / "status.json",
+                {
+                    "id": job_id,
+                    "name": name,
+                    "status": "pending",
+                    "created": _now(),
+                    "cache_dir": str(cache),
+                    "runs": 0,
+                },
+            )
+        except BaseException:
+            # All or nothing: a half-made job (a full disk, a name UTF-8 cannot write) would be listed
+            # as a job that never runs.
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
         return Job(directory, secrets=self.secrets)
 
     def get(self, job_id: str) -> Job:

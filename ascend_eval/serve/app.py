@@ -15,9 +15,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import JSONResponse
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
 
-from ascend_eval.serve.nemo import BodyError
+from ascend_eval.serve.nemo import BodyError, check_text
 from ascend_eval.serve.routes import add_routes
 from ascend_eval.serve.service import Service, Settings
 
@@ -108,6 +110,22 @@ def create_app(settings: Settings) -> FastAPI:
     @app.exception_handler(BodyError)
     async def body_error(request: Request, error: BodyError) -> JSONResponse:
         return JSONResponse({"detail": error.detail()}, status_code=422)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, error: RequestValidationError) -> Response:
+        # FastAPI's own 422 echoes the input, and its reply cannot encode a lone surrogate there (a 500):
+        # written as ASCII JSON instead (escapes), with pydantic's "not a unicode string" explained.
+        detail = []
+        for item in error.errors():
+            item = dict(item)
+            if item.get("type") == "string_unicode":
+                try:
+                    check_text(item.get("input"), tuple(item["loc"]))
+                except BodyError as e:
+                    item["msg"] = e.errors[0][1]
+            detail.append(item)
+        body = json.dumps({"detail": jsonable_encoder(detail)})
+        return Response(body, status_code=422, media_type="application/json")
 
     @app.get("/health")
     @app.get("/v1/health/ready")

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ascend_eval.data.cells import SURROGATE_FIX, lone_surrogate
 from ascend_eval.jobs.spec import JobSpec, did_you_mean
 from ascend_eval.models.errors import ConfigError
 
@@ -35,8 +36,9 @@ V1_STATUS = {
     "failed": "failed",
     "cancelled": "cancelled",
     "cancelling": "cancelling",
+    "error": "failed",  # damaged records (v1's JobStatus has no "error")
 }
-V2_STATUS = {**V1_STATUS, "running": "active", "failed": "error"}
+V2_STATUS = {**V1_STATUS, "running": "active", "failed": "error", "error": "error"}
 
 _TASK_PARAMS = (
     "judge_llm",
@@ -76,6 +78,41 @@ class Translation:
     """NeMo metric key -> our metric name (the result column)."""
     keys: dict[str, str] = field(default_factory=dict)
     """Secret name -> value: API keys that came in the body, to store before the job runs."""
+
+
+def _shown(key: str) -> str:
+    """A key as a location can show it: a lone surrogate as its escape (the reply is UTF-8 JSON)."""
+    return key.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def check_text(body: Any, loc: Loc = ("body",), *, limit: int = 10) -> None:
+    """Refuse a lone surrogate anywhere in a request body, keys included, before anything is written.
+
+    JSON's "\\ud800" escape decodes to one: half of a surrogate pair, which no file, log or server can
+    encode as UTF-8, so a job that holds one cannot even be recorded. Raises `BodyError` naming each
+    field that holds one (the first `limit`, in the body's order).
+    """
+    errors: list[tuple[Loc, str]] = []
+    stack: list[tuple[Loc, Any]] = [(loc, body)]
+    while stack and len(errors) < limit:
+        at, value = stack.pop()
+        texts: list[tuple[Loc, str, str]] = []
+        if isinstance(value, str):
+            texts.append((at, value, "text"))
+        elif isinstance(value, dict):
+            children = [((*at, _shown(str(key))), key, item) for key, item in value.items()]
+            texts += [(where, str(key), "key") for where, key, _ in children]
+            stack.extend((where, item) for where, _, item in reversed(children))
+        elif isinstance(value, list):
+            stack.extend(reversed([((*at, i), item) for i, item in enumerate(value)]))
+        for where, text, what in texts:
+            position = lone_surrogate(text)
+            if position is not None:
+                field = ".".join(map(str, where[1:])) or "the body"
+                found = f"the {what} holds a lone surrogate ({text[position]!a}) at character {position}"
+                errors.append((where, f"{field}: {found}. {SURROGATE_FIX}"))
+    if errors:
+        raise BodyError(errors[:limit])
 
 
 def _fail(loc: Loc, msg: str) -> BodyError:

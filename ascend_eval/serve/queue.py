@@ -26,11 +26,22 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.jobs import Job, Jobs
-from ascend_eval.jobs.runner import FINISHED
+from ascend_eval.jobs.runner import DAMAGED, FINISHED, read_record
+from ascend_eval.models.errors import ConfigError
 
 logger = logging.getLogger("ascend_eval.serve")
 
 RECORD = "server.json"
+# What the views read from a record, and the JSON type each must have: a record written by hand (or by
+# anything but this server) is checked before a view trips over it.
+_FIELDS: dict[str, tuple[type, str]] = {
+    "api": (str, "a string"),
+    "shape": (str, "a string"),
+    "task": (str, "a string"),
+    "request": (dict, "an object"),
+    "metrics": (dict, "an object"),
+    "secrets": (list, "an array"),
+}
 
 
 def now() -> str:
@@ -62,17 +73,32 @@ class JobQueue:
     # ------------------------------------------------------------------------------------- records
 
     def record(self, job_id: str) -> dict[str, Any]:
+        """The job's server record; {} for a job the server did not make. A record that cannot be read
+        is `{"damaged": why}`, `why` naming the file, what is wrong with it and the fix: the job is
+        shown with that as its error and never run, and every other job is unaffected."""
         path = self.jobs.root / job_id / RECORD
         with self._lock:
-            return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+            try:
+                record = read_record(path)
+                _check_fields(record, path)
+            except ConfigError as e:
+                return {
+                    "damaged": f"{e} The server neither shows nor runs the job until the file is restored; "
+                    f"DELETE /v1/evaluation/jobs/{job_id} drops it."
+                }
+            return record
 
     def update(self, job_id: str, **fields: Any) -> dict[str, Any]:
-        """Merge `fields` into the job's server record, replacing the file in one step."""
+        """Merge `fields` into the job's server record, replacing the file in one step.
+
+        Raises:
+            ConfigError: the record is damaged (it is left as it is).
+        """
         path = self.jobs.root / job_id / RECORD
         with self._lock:
             if not path.parent.is_dir():  # deleted meanwhile
                 return {}
-            record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+            record = read_record(path)
             record.update(fields, updated_at=now())
             temp = path.with_name(f".{RECORD}.{os.getpid()}.{threading.get_ident()}.tmp")
             temp.write_text(json.dumps(record, ensure_ascii=False, indent=2), encoding="utf-8")
@@ -89,9 +115,16 @@ class JobQueue:
         """Queue again what the last server left unfinished, then start the workers."""
         for job_id in self.ids():
             record = self.record(job_id)
+            if record.get("damaged"):
+                logger.warning("job %s not resumed: %s", job_id, record["damaged"])
+                continue
             if record.get("done") or record.get("cancel_requested"):
                 continue
-            status = self.jobs.get(job_id).status()
+            info = self.jobs.get(job_id).info()
+            status = info["status"]
+            if status == DAMAGED:
+                logger.warning("job %s not resumed: %s", job_id, info["error"])
+                continue
             if status == "completed":
                 self.update(job_id, done=True)
                 continue
@@ -123,12 +156,12 @@ class JobQueue:
             except Exception as e:  # a worker survives anything one job does (deleted under it, ...)
                 if (self.jobs.root / job_id / RECORD).is_file():
                     logger.error("job %s: the server could not run it: %s: %s", job_id, type(e).__name__, e)
-                    with contextlib.suppress(OSError):
+                    with contextlib.suppress(OSError, ConfigError):  # ConfigError: a damaged record
                         self.update(job_id, done=True, server_error=f"{type(e).__name__}: {e}")
 
     def _run(self, job_id: str) -> None:
         record = self.record(job_id)
-        if not record or record.get("done") or record.get("cancel_requested"):
+        if not record or record.get("damaged") or record.get("done") or record.get("cancel_requested"):
             return
         job = self.jobs.get(job_id)
         if job.status() != "running":  # "running": a process the last server started lives on
@@ -182,6 +215,25 @@ class JobQueue:
             self._queue.put(None)
         for worker in self._workers:
             worker.join(timeout=timeout)
+
+
+def _check_fields(record: dict[str, Any], path: Path) -> None:
+    """Raise `ConfigError` for a record field of the wrong type, or a NeMo-shaped request without its
+    config and target, naming the file and the field."""
+    for name, (kind, what) in _FIELDS.items():
+        if name in record and not isinstance(record[name], kind):
+            held = json.dumps(record[name])[:80]
+            raise ConfigError(f"{path} is damaged: {name!r} holds {held}, not {what}.")
+    if not all(isinstance(v, str) for v in record.get("metrics", {}).values()):
+        raise ConfigError(f"{path} is damaged: 'metrics' must map each NeMo metric key to a metric name.")
+    if not all(isinstance(v, str) for v in record.get("secrets", [])):
+        raise ConfigError(f"{path} is damaged: 'secrets' must be a list of secret names.")
+    if record.get("shape") == "nemo":
+        request = record.get("request", {})
+        inner = request.get("spec", request) if record.get("api") == "v2" else request
+        parts = ("config", "target")
+        if not isinstance(inner, dict) or not all(isinstance(inner.get(k), dict) for k in parts):
+            raise ConfigError(f"{path} is damaged: its 'request' lacks the job's config and target objects.")
 
 
 def job_log_lines(directory: Path) -> list[str]:

@@ -79,8 +79,7 @@ def add_routes(app: FastAPI, service: Service) -> None:
 
     @app.post(f"{v1}/{{job_id}}/cancel", tags=["v1 evaluation jobs"], summary="Cancel a job")
     def v1_cancel(job_id: str) -> dict[str, Any]:
-        service.job(job_id)
-        service.queue.cancel(job_id)
+        service.cancel(job_id)
         return views.v1_job(*service.job(job_id))
 
     @app.get(f"{v1}/{{job_id}}/status", tags=["v1 evaluation jobs"], summary="A job's status details")
@@ -124,8 +123,7 @@ def add_routes(app: FastAPI, service: Service) -> None:
 
     @app.post(f"{v2}/{{job_id}}/cancel", tags=["v2 evaluation jobs"], summary="Cancel a job")
     def v2_cancel(job_id: str) -> dict[str, Any]:
-        service.job(job_id)
-        service.queue.cancel(job_id)
+        service.cancel(job_id)
         return views.v2_job(*service.job(job_id))
 
     @app.get(f"{v2}/{{job_id}}/status", tags=["v2 evaluation jobs"], summary="A job's status")

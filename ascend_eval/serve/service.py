@@ -27,7 +27,14 @@ from ascend_eval.jobs.secrets import (
 )
 from ascend_eval.models.errors import ConfigError, DataError
 from ascend_eval.serve import views
-from ascend_eval.serve.nemo import BodyError, Translation, is_spec, translate_spec, translate_v1
+from ascend_eval.serve.nemo import (
+    BodyError,
+    Translation,
+    check_text,
+    is_spec,
+    translate_spec,
+    translate_v1,
+)
 from ascend_eval.serve.queue import JobQueue, now
 
 _V1_FIELDS = (
@@ -87,7 +94,9 @@ class Service:
         self.queue = JobQueue(self.jobs, concurrency=settings.concurrency)
 
     def job(self, job_id: str) -> tuple[Job, dict[str, Any]]:
-        """The server's job and its record; 404 for anything else."""
+        """The server's job and its record; 404 for anything else. A record the views cannot show (a
+        damaged server.json, or the spec.json of a job given as a spec) comes back as
+        `{"damaged": why}`, which the views show as the job's error."""
         try:
             job = self.jobs.get(job_id)
         except ConfigError:
@@ -95,7 +104,19 @@ class Service:
         record = self.queue.record(job_id)
         if not record:
             raise HTTPException(404, f"no evaluation job {job_id!r} (made outside this server)")
+        if not record.get("damaged") and record.get("shape") != "nemo":  # the views show its spec
+            try:
+                job.spec  # noqa: B018  (read only to check it)
+            except (ConfigError, DataError) as e:
+                fix = f"restore the file, or DELETE /v1/evaluation/jobs/{job_id} to drop the job."
+                record = {**record, "damaged": f"{e} The job can be neither shown nor run: {fix}"}
         return job, record
+
+    def cancel(self, job_id: str) -> None:
+        """Cancel the job; nothing for one whose records are damaged (it does not run)."""
+        job, record = self.job(job_id)
+        if views.problem(record, job.info()) is None:
+            self.queue.cancel(job_id)
 
     def reserved(self, name: str) -> bool:
         """Whether secret `name` is the server's own: its token's (under any spelling that maps to the
@@ -105,6 +126,7 @@ class Service:
 
     def store_secret(self, secret: SecretIn) -> None:
         """Store a secret from `POST /v1/secrets`, bound to its endpoints. Raises `BodyError`."""
+        check_text(secret.model_dump(include={"data", "endpoints"}))
         try:
             check_secret_name(secret.name)
         except ConfigError as e:
@@ -136,34 +158,51 @@ class Service:
         return spec
 
     def create(self, body: dict[str, Any], api: str) -> Job:
+        """A job from a request body, queued. All or nothing: the whole body is checked before anything
+        is written (a lone surrogate anywhere is a 422 naming the field), and when a later step fails
+        (a full disk) the job's folder and the keys stored from the body are removed again, so no job is
+        left that no route shows and no key that no job deletes.
+
+        Raises:
+            BodyError: the body is not a job (422).
+        """
+        check_text(body)
         fields = _V1_FIELDS if api == "v1" else _V2_FIELDS
         job_id = f"eval-{random_tokens.token_hex(8)}"
         translation, shape = self._translate(body, api, fields, job_id)
         sent = endpoint_secrets(self._check(translation))
-        for name, value in translation.keys.items():
-            self.secrets.set(name, value, endpoints=[url for _, url, secret in sent if secret == name])
+        directory = self.jobs.root / job_id
+        stored: list[str] = []
         try:
-            job = self.jobs.create(translation.spec, name=body.get("name") or job_id, job_id=job_id)
-        except ConfigError as e:
-            self._forget_keys(list(translation.keys))
-            raise BodyError([(("body",), str(e))]) from None
-        self.queue.update(
-            job_id,
-            api=api,
-            shape=shape,
-            request=_redacted(body),
-            task=translation.task,
-            metrics=translation.metrics,
-            secrets=list(translation.keys),
-            created_at=now(),
-            name=body.get("name") or job_id,
-            **{
-                k: body[k]
-                for k in ("namespace", "project", "description", "custom_fields", "ownership")
-                if body.get(k) is not None
-            },
-        )
-        self.queue.submit(job_id)
+            for name, value in translation.keys.items():
+                stored.append(name)  # first: a write that fails midway is removed too
+                self.secrets.set(name, value, endpoints=[url for _, url, secret in sent if secret == name])
+            try:
+                job = self.jobs.create(translation.spec, name=body.get("name") or job_id, job_id=job_id)
+            except (ConfigError, DataError) as e:
+                raise BodyError([(("body",), str(e))]) from None
+            self.queue.update(
+                job_id,
+                api=api,
+                shape=shape,
+                request=_redacted(body),
+                task=translation.task,
+                metrics=translation.metrics,
+                secrets=list(translation.keys),
+                created_at=now(),
+                name=body.get("name") or job_id,
+                **{
+                    k: body[k]
+                    for k in ("namespace", "project", "description", "custom_fields", "ownership")
+                    if body.get(k) is not None
+                },
+            )
+            self.queue.submit(job_id)
+        except BaseException:
+            # `job_id` is new, so whatever is in its folder was made just now, by this request.
+            shutil.rmtree(directory, ignore_errors=True)
+            self._forget_keys(stored)
+            raise
         return job
 
     def _translate(
@@ -210,10 +249,17 @@ class Service:
             self.secrets.delete(name)
 
     def delete(self, job_id: str) -> None:
+        """Cancel the job if it runs, forget the keys stored from its body, and remove its folder; a job
+        with damaged records too (its keys are found by their names, `<job id>.<role>`)."""
         job, record = self.job(job_id)
         if job.status() not in FINISHED or self.queue.is_running(job_id):
-            self.queue.cancel(job_id)
-        self._forget_keys(record.get("secrets", []))
+            if record.get("damaged"):  # the server record cannot be written: stop the process itself
+                job.cancel()
+            else:
+                self.queue.cancel(job_id)
+        prefix = f"{job_id}."
+        keys = [name for name, where in self.secrets.list() if where == "file" and name.startswith(prefix)]
+        self._forget_keys(list(dict.fromkeys([*record.get("secrets", []), *keys])))
         shutil.rmtree(job.directory)
 
     def page(self, render: Callable[[Job, dict], dict], page: int, page_size: int) -> dict[str, Any]:
@@ -239,12 +285,15 @@ class Service:
 
     def completed(self, job_id: str) -> tuple[Job, dict[str, Any]]:
         job, record = self.job(job_id)
-        status = views.state(record, job.info())
+        info = job.info()
+        status = views.state(record, info)
         if status != "completed":
+            problem = views.problem(record, info)
+            why = f": {problem}" if problem else ""
             # x-should-retry: the NeMo client retries a 409 by default; asking again at once will not help.
             raise HTTPException(
                 409,
-                f"evaluation job {job_id!r} has no results: it is {status}",
+                f"evaluation job {job_id!r} has no results: it is {status}{why}",
                 headers={"x-should-retry": "false"},
             )
         return job, record

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from ascend_eval.jobs import Job
-from ascend_eval.jobs.runner import RESULTS_FILE
+from ascend_eval.jobs.runner import DAMAGED, RESULTS_FILE
 from ascend_eval.serve.nemo import V1_STATUS, V2_STATUS, finite, nemo_results
 from ascend_eval.serve.queue import job_log_lines
 
@@ -20,9 +20,24 @@ _TASK_STATUS = {"pending": "pending", "running": "running", "cancelling": "runni
 _ARCHIVED = ("spec.json", "status.json", "progress.json", "job.log", "server.json")
 
 
+def problem(record: dict[str, Any], info: dict[str, Any]) -> str | None:
+    """Why the job's records cannot be read (its status.json, server.json or spec.json, naming the file
+    and the fix), or None."""
+    if info["status"] == DAMAGED:
+        return str(info.get("error"))
+    return str(record["damaged"]) if record.get("damaged") else None
+
+
+def _error(record: dict[str, Any], info: dict[str, Any]) -> Any:
+    return problem(record, info) or info.get("error")
+
+
 def state(record: dict[str, Any], info: dict[str, Any]) -> str:
-    """The job's status as the server reports it: ours, plus "cancelling", and "pending" for a job that
-    stopped with the last server and waits to be resumed."""
+    """The job's status as the server reports it: ours, plus "cancelling", "pending" for a job that
+    stopped with the last server and waits to be resumed, and "error" for one whose records are damaged
+    (`problem`)."""
+    if problem(record, info) is not None:
+        return DAMAGED
     status = str(info["status"])
     if record.get("cancel_requested") and status != "completed":
         return "cancelling" if status == "running" else "cancelled"
@@ -31,9 +46,17 @@ def state(record: dict[str, Any], info: dict[str, Any]) -> str:
     return status
 
 
+def _count(value: Any) -> int:
+    """A count from progress.json; 0 for anything that is not one (a file written by someone else)."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
 def _progress(job: Job, status: str) -> tuple[float, int]:
     progress = job.progress()
-    total, done = int(progress.get("scores_total") or 0), int(progress.get("scores_done") or 0)
+    total, done = _count(progress.get("scores_total")), _count(progress.get("scores_done"))
     if status == "completed":
         return 100.0, done or total
     return (round(100.0 * done / total, 1) if total else 0.0), done
@@ -45,7 +68,8 @@ def status_details(job: Job, record: dict[str, Any]) -> dict[str, Any]:
     status = state(record, info)
     percent, done = _progress(job, status)
     stage = job.progress().get("stage")
-    message = info.get("error") if status in ("failed", "cancelled") else stage or status
+    stage = stage if isinstance(stage, str) else None
+    message = _error(record, info) if status in ("failed", "cancelled", DAMAGED) else stage or status
     task = record.get("task", "rag")
     return {
         "message": message,
@@ -82,7 +106,7 @@ def v1_job(job: Job, record: dict[str, Any]) -> dict[str, Any]:
         "output_files_url": f"/v1/evaluation/jobs/{job.id}/download-results",
         **{k: record[k] for k in _META if record.get(k) is not None},
     }
-    if record.get("shape") == "spec":
+    if record.get("shape") == "spec" and status != DAMAGED:
         out["spec"] = job.spec.model_dump(mode="json", exclude_none=True)
     return out
 
@@ -93,6 +117,8 @@ def v2_job(job: Job, record: dict[str, Any]) -> dict[str, Any]:
     if record.get("shape") == "nemo":
         config, target = _config_and_target(record)
         spec: dict[str, Any] = {"config": config, "target": target}
+    elif status == DAMAGED:  # the spec may be what is damaged; the error says what is
+        spec = {}
     else:
         spec = job.spec.model_dump(mode="json", exclude_none=True)
     return {
@@ -101,7 +127,9 @@ def v2_job(job: Job, record: dict[str, Any]) -> dict[str, Any]:
         "spec": spec,
         "status": V2_STATUS[status],
         "status_details": status_details(job, record),
-        "error_details": {"message": info["error"]} if status in ("failed", "cancelled") else {},
+        "error_details": (
+            {"message": _error(record, info)} if status in ("failed", "cancelled", DAMAGED) else {}
+        ),
         "created_at": record.get("created_at"),
         "updated_at": info.get("finished") or info.get("started") or record.get("created_at"),
         **{k: record[k] for k in _META if record.get(k) is not None},
