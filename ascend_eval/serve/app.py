@@ -114,13 +114,15 @@ def create_app(settings: Settings) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, error: RequestValidationError) -> Response:
         # FastAPI's own 422 echoes the input, and its reply cannot encode a lone surrogate there (a 500):
-        # written as ASCII JSON instead (escapes), with pydantic's "not a unicode string" explained.
+        # written as ASCII JSON instead (escapes), with pydantic's "not a unicode string" explained. The
+        # input itself is not sent back: for POST /v1/secrets it is the secret's value.
         detail = []
         for item in error.errors():
             item = dict(item)
+            given = item.pop("input", None)
             if item.get("type") == "string_unicode":
                 try:
-                    check_text(item.get("input"), tuple(item["loc"]))
+                    check_text(given, tuple(item["loc"]))
                 except BodyError as e:
                     item["msg"] = e.errors[0][1]
             detail.append(item)

@@ -230,6 +230,7 @@ def test_a_lone_surrogate_in_a_posted_secret_is_a_422(rest):
         assert reply.status_code == 422, reply.text
         message = reply.json()["detail"][0]["msg"]
         assert "lone surrogate" in message and where in message, message
+        assert "sk-" not in reply.text  # the value is not echoed back
     assert _files(rest.secrets_dir) == before
 
 
