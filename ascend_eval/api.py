@@ -23,7 +23,7 @@ from ascend_eval.engine.tracing import TraceArg, run_attributes, tracer_for
 from ascend_eval.examples import builtin_dataset
 from ascend_eval.metrics import Metric, resolve_metrics
 from ascend_eval.models.base import GenerationParams
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.errors import ConfigError, OutputError
 from ascend_eval.models.factory import ModelArg, check, resolve_models
 from ascend_eval.models.lazy import is_loaded, runtime_of
 from ascend_eval.models.spec import Backend
@@ -141,8 +141,9 @@ def evaluate(
             or "generate" (RAGAS's procedure: schema-constrained JSON verdicts with reasons).
         column_map: our column name -> your dataset's column, e.g. {"user_input": "query"}.
         progress: show a progress bar.
-        chunk_size: at most this many requests per backend call (and per cache commit); 1 sends every
-            request on its own, as RAGAS does (benchmarks use it for comparison).
+        chunk_size: at most this many requests per backend call (each call's answers are committed to the
+            cache as the call returns); 1 sends every request on its own, as RAGAS does (benchmarks use it
+            for comparison).
         dedupe: run identical requests once (turn off only to measure what it saves).
         on_round: optional callable receiving each engine round's `RoundStats` (round k: the k-th step
             of every plan), once no plan can reach that round any more.
@@ -172,6 +173,8 @@ def evaluate(
         ConfigError: an unknown metric, model or setting, or a model of another role (an embedder
             given as the judge), before any model loads.
         MissingDependencyError: tracing is on and opentelemetry is not installed (before any model loads).
+        OutputError: a file under `out` could not be written (a full disk): the run stops there, what was
+            answered stays in the request cache, and no half-written file is left.
     """
     t0 = time.perf_counter()
     if isinstance(dataset, str) and (builtin := builtin_dataset(dataset)) is not None:
@@ -251,35 +254,48 @@ def evaluate(
                 language=language, ragas_compat=ragas_compat, judge_mode=judge_mode, chunk_size=chunk_size,
                 dedupe=dedupe, progress=progress, on_round=on_round, on_progress=on_progress, tracer=tracer,
             )  # fmt: skip
-        except KeyboardInterrupt:
+            sink.close()  # the last rows are written here, where a full disk is reported as below
+        except (KeyboardInterrupt, OutputError) as stopped:
+            # A full disk under `out` stops the run as an interrupt does: what was answered is cached.
             if cache.enabled:
                 logger.warning(
-                    "Interrupted. %d answered requests are cached in %s; run the same call again to "
-                    "resume from there.",
+                    "%s %d answered requests are cached in %s; run the same call again to resume from there.",
+                    "Interrupted." if isinstance(stopped, KeyboardInterrupt) else "Stopped.",
                     len(cache),
                     cache.path,
                 )
             raise
         finally:
-            sink.close()
-            cache.close()
-            devices = _devices(built)  # before the models are closed
-            for backend in owned:
-                close = getattr(backend, "close", None)
-                if close is not None:
-                    close()
-        result = sink.finish(
-            rounds=done.rounds,
-            stages=done.stages,
-            provenance=_provenance(
-                {role: getattr(b, "model_id", None) for role, b in built.items()},
-                done.prompt_tags,
-                devices=devices,
-                cache=cache.path,
-                **run_facts,
-            ),
-            wall_seconds=time.perf_counter() - t0,
-        )
+            try:
+                sink.close()
+            finally:
+                cache.close()
+                devices = _devices(built)  # before the models are closed
+                for backend in owned:
+                    close = getattr(backend, "close", None)
+                    if close is not None:
+                        close()
+        try:
+            result = sink.finish(
+                rounds=done.rounds,
+                stages=done.stages,
+                provenance=_provenance(
+                    {role: getattr(b, "model_id", None) for role, b in built.items()},
+                    done.prompt_tags,
+                    devices=devices,
+                    cache=cache.path,
+                    **run_facts,
+                ),
+                wall_seconds=time.perf_counter() - t0,
+            )
+        except OutputError:
+            if cache.path is not None and cache.failure is None:
+                logger.warning(
+                    "Every answer of this run is cached in %s; run the same call again to write the "
+                    "results without asking the models again.",
+                    cache.path,
+                )
+            raise
         if tracer.enabled:  # the scores of a stored run are read from disk only when a span wants them
             run_span.finished({m: result[m] for m in names}, done.stages)
     return result

@@ -7,6 +7,7 @@ from ascend_eval.models.errors import (
     ConfigError,
     DataError,
     MissingDependencyError,
+    OutputError,
 )
 
 __all__ = [
@@ -16,4 +17,5 @@ __all__ = [
     "ConfigError",
     "DataError",
     "MissingDependencyError",
+    "OutputError",
 ]

@@ -257,6 +257,7 @@ class EvaluationResult:
 
         Raises:
             ConfigError: `out_dir` cannot be a results folder (see `check_output_dir`).
+            OutputError: a file could not be written (a full disk); no half-written file is left.
         """
         out = check_output_dir(out_dir)
         writer = SamplesWriter(out / SAMPLES_FILE)
@@ -265,6 +266,7 @@ class EvaluationResult:
                 writer.write(row)
         finally:
             writer.close()
+        writer.finish()  # made even for a result of no samples
         return self.write_folder(out)
 
     def summary(self) -> dict[str, Any]:

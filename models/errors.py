@@ -33,3 +33,9 @@ class BackendError(AscendEvalError, RuntimeError):
 class CacheError(ConfigError):
     """The request cache file cannot be used: damaged, locked by another process, or read-only. Raised when
     the cache is opened, before any request is sent; the message names the file and how to go on."""
+
+
+class OutputError(ConfigError):
+    """A file of the run's output could not be written: the device holding it is full, over quota,
+    read-only or failing. The message names the file and how to go on (free space, or another --out);
+    no half-written file is left behind, and the answers received so far stay in the request cache."""

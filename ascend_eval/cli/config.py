@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ascend_eval.models.errors import AscendEvalError, ConfigError
+from ascend_eval.writing import write_text
 
 CONFIG_FILE = "config.yaml"
 """The name of the effective configuration in a run's output folder."""
@@ -410,15 +411,19 @@ def evaluate_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def write_config(config: Mapping[str, Any], folder: str | Path) -> Path:
-    """Write the effective configuration as `folder/config.yaml`, which `--config` reads back.
+    """Write the effective configuration as `folder/config.yaml`, which `--config` reads back. Written
+    before the run, in one step: a full disk ends the command here, before any request, and leaves no
+    empty or half-written file.
 
     Returns:
         The file written.
+
+    Raises:
+        OutputError: the file could not be written (the message names it and the way on).
     """
     import yaml
 
     path = Path(folder) / CONFIG_FILE
     plain = {k: str(v) if isinstance(v, Path) else v for k, v in config.items()}
     body = yaml.safe_dump(plain, sort_keys=False, allow_unicode=True, default_flow_style=False)
-    path.write_text(HEADER.format(path=path) + body, encoding="utf-8")
-    return path
+    return write_text(path, HEADER.format(path=path) + body)

@@ -194,7 +194,8 @@ def _add_evaluate(sub: Any) -> None:
         "--chunk-size",
         type=int,
         metavar="N",
-        help="at most N requests per backend call and cache commit (default 1024; 1 sends each alone)",
+        help="at most N requests per backend call, whose answers are cached as it returns (default 1024; "
+        "1 sends each alone)",
     )
     ev.add_argument(
         "--dedupe",

@@ -1,8 +1,10 @@
 """The on-disk request cache: every answered request, keyed by a hash of its content and the model.
 
-An interrupted run resumes without recomputing (each batch is committed as soon as it returns), and a
-re-run with one metric added only pays for that metric. SQLite in WAL mode: one file, safe against a kill
-mid-write, readable while a run is going on.
+An interrupted run resumes without recomputing, and a re-run with one metric added only pays for that
+metric. Answers are committed as they arrive, by the engine's lane thread that received them and before
+the engine hears of them (`put_many` may be called from any thread; calls that meet are committed
+together, one transaction), so a kill loses only the requests still in flight. SQLite in WAL mode: one
+file, safe against a kill mid-write, readable while a run is going on.
 
 A cached answer is used only when it is exactly what was stored for that key: each row carries a checksum
 of its key, body and blob, and each codec checks that the row is a well-formed answer to its request. A row
@@ -11,28 +13,41 @@ cannot serve as a cache (not SQLite, truncated, another table layout, locked by 
 read-only) is refused when the cache is opened, before any request is sent, with a `CacheError` that
 names the file and the way on. Once a run has started, a cache that fails is dropped for the rest of the
 run (logged) instead of ending it: the answers in hand are worth more than the cache.
+
+The file records its layout (`CACHE_LAYOUT`, as SQLite's `user_version`). Only a cache whose recorded
+layout is older than checksums is upgraded; one that records checksums but has no checksum column was
+edited by another program and is refused, so that dropping the column cannot pass tampered rows off as an
+older cache's.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from ascend_eval.engine.codecs import Result, codec_for
+from ascend_eval.engine.codecs import Result, codec_for, well_formed
 from ascend_eval.models.base import Request
 from ascend_eval.models.errors import CacheError
+from ascend_eval.writing import free_bytes
 
 logger = logging.getLogger("ascend_eval.engine")
 
 CACHE_FORMAT = 1
 """Bumped when the stored encoding changes; part of every key, so old entries are simply not found."""
+
+CACHE_LAYOUT = 2
+"""The table layout a cache file records (SQLite's `PRAGMA user_version`): 2, each row has a checksum.
+0 is SQLite's default: a file made before layouts were recorded, either before checksums (no checksum
+column: upgraded once) or by the release that added them (a checksum column: stamped 2 as it is)."""
 
 
 def request_key(request: Request, model_id: str) -> str:
@@ -55,6 +70,8 @@ Runs sharing a cache commit one chunk at a time, so a wait this long means a stu
 _NEXT = "pass cache_dir=False (CLI: --no-cache) to run without a cache, or another cache_dir (--cache-dir)"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _COLUMNS = ("key", "tag", "body", "blob")
+_LOW_SPACE = 1 << 20
+"""Free bytes under which a device counts as full: SQLite needs room for its -wal and -shm files."""
 
 
 def row_checksum(key: str, body: bytes | None, blob: bytes | None) -> str:
@@ -82,6 +99,17 @@ def _sql_checksum(key: object, body: object, blob: object) -> str | None:
     return None
 
 
+def _sql_well_formed(body: object, blob: object) -> int:
+    """`codecs.well_formed` as an SQL function over a row's body bytes and blob: 1 or 0."""
+    if not isinstance(body, bytes | None) or not isinstance(blob, bytes | None):
+        return 0
+    try:
+        text = None if body is None else body.decode("utf-8")
+    except UnicodeDecodeError:
+        return 0
+    return int(well_formed(text, blob))
+
+
 class RequestCache:
     """Stores answered requests by key. `path=None` keeps nothing (a cache that always misses).
 
@@ -90,9 +118,12 @@ class RequestCache:
         busy_timeout: seconds to wait for another process's write lock (default `BUSY_TIMEOUT_S`).
 
     Raises:
-        CacheError: the file is not a usable cache (not SQLite, truncated, another layout), is locked by
-            another process past `busy_timeout`, or cannot be written (file or folder read-only). Raised
-            here, before any request is sent.
+        CacheError: the file is not a usable cache (not SQLite, truncated, another layout, one that was
+            edited), is locked by another process past `busy_timeout`, or cannot be written (file or folder
+            read-only, no space left on its device). Raised here, before any request is sent.
+
+    Every method may be called from any thread: the engine's lane threads store answers as they arrive
+    while the engine's own thread looks answers up.
     """
 
     def __init__(self, path: Path | str | None, *, busy_timeout: float | None = None) -> None:
@@ -102,6 +133,11 @@ class RequestCache:
         self.failure: str | None = None
         """Why the cache was dropped in the middle of a run, if it was."""
         self._db: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
+        """Held for every use of the connection."""
+        self._queued: list[tuple[str, str, str, bytes | None, str]] = []
+        """Rows handed to `put_many` and not committed yet (guarded by `_queue_lock`)."""
+        self._queue_lock = threading.Lock()
         if self.path is not None:
             self._db = _open(self.path, BUSY_TIMEOUT_S if busy_timeout is None else busy_timeout)
 
@@ -118,26 +154,29 @@ class RequestCache:
         requests = dict(items)
         keys = list(requests)
         bad = 0
-        try:
-            # SQLite limits the number of bound parameters per statement; look up in slices. The body
-            # is read as bytes: the checksum covers them, and bytes that are not UTF-8 make a miss, not
-            # an exception in the middle of the fetch.
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT key, CAST(body AS BLOB), blob, checksum FROM results WHERE key IN ({marks})",
-                    chunk,
-                ).fetchall()
-                for key, body, blob, checksum in rows:
-                    result = _read(requests[key], key, body, blob, checksum)
-                    if result is None:
-                        bad += 1
-                    else:
-                        found[key] = result
-        except sqlite3.Error as e:
-            self._give_up("reading", e)
-            return {}
+        with self._lock:
+            if self._db is None:
+                return {}
+            try:
+                # SQLite limits the number of bound parameters per statement; look up in slices. The
+                # body is read as bytes: the checksum covers them, and bytes that are not UTF-8 make a
+                # miss, not an exception in the middle of the fetch.
+                for start in range(0, len(keys), 500):
+                    chunk = keys[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    rows = self._db.execute(
+                        f"SELECT key, CAST(body AS BLOB), blob, checksum FROM results WHERE key IN ({marks})",
+                        chunk,
+                    ).fetchall()
+                    for key, body, blob, checksum in rows:
+                        result = _read(requests[key], key, body, blob, checksum)
+                        if result is None:
+                            bad += 1
+                        else:
+                            found[key] = result
+            except sqlite3.Error as e:
+                self._give_up("reading", e)
+                return {}
         if bad:
             self.rejected += bad
             logger.warning(
@@ -149,7 +188,12 @@ class RequestCache:
         return found
 
     def put_many(self, items: Iterable[tuple[str, Request, Result]]) -> None:
-        """Store results and commit at once, so a kill right after loses nothing already answered."""
+        """Store results and commit them before returning, so a kill right after loses nothing answered.
+
+        Safe from any thread. Rows that threads hand over while another thread's commit is going on are
+        committed together in the next transaction (a group commit): one transaction per answer while
+        answers trickle in, one per many when they pour.
+        """
         if self._db is None:
             return
         rows = []
@@ -159,34 +203,45 @@ class RequestCache:
             rows.append((key, getattr(request, "tag", ""), body, blob, checksum))
         if not rows:
             return
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
+        with self._queue_lock:
+            self._queued.extend(rows)
+        with self._lock:
+            with self._queue_lock:
+                rows, self._queued = self._queued, []
+            if not rows or self._db is None:  # committed by the thread before this one, or dropped
+                return
             try:
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO results (key, tag, body, blob, checksum) VALUES (?, ?, ?, ?, ?)",
-                    rows,
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as e:
-            self._give_up(f"storing {len(rows)} answers", e)
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO results (key, tag, body, blob, checksum) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        rows,
+                    )
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as e:
+                self._give_up(f"storing {len(rows)} answers", e)
 
     def __len__(self) -> int:
-        if self._db is None:
-            return 0
-        try:
-            return int(self._db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
-        except sqlite3.Error as e:
-            self._give_up("counting rows", e)
-            return 0
+        with self._lock:
+            if self._db is None:
+                return 0
+            try:
+                return int(self._db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+            except sqlite3.Error as e:
+                self._give_up("counting rows", e)
+                return 0
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        """Close the file; a commit going on in another thread finishes first."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
     def __enter__(self) -> RequestCache:
         return self
@@ -222,7 +277,8 @@ def _read(request: Request, key: str, body: object, blob: object, checksum: obje
 
 def _connect(path: Path, timeout: float) -> sqlite3.Connection:
     # Autocommit: put_many opens its own write transaction (BEGIN IMMEDIATE) and commits it at once.
-    return sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    # Any thread may use the connection: RequestCache holds its lock around every use.
+    return sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
 
 
 def _open(path: Path, timeout: float) -> sqlite3.Connection:
@@ -230,6 +286,8 @@ def _open(path: Path, timeout: float) -> sqlite3.Connection:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
+        if e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+            raise CacheError(_no_space(path, e.strerror or str(e))) from None
         raise CacheError(f"Cannot create the request cache folder {path.parent} ({e}); {_NEXT}.") from None
     _check_header(path)
     deadline = time.monotonic() + timeout
@@ -335,14 +393,22 @@ def _wal_bytes(path: Path) -> int:
 
 
 def _ensure_layout(db: sqlite3.Connection, path: Path) -> None:
-    """Create the results table, refuse one of another layout, and give an older cache its checksums."""
+    """Create the results table, refuse one of another layout (or one that was edited), and upgrade a
+    cache made before checksums."""
     columns = {row[1]: row for row in db.execute("PRAGMA table_info(results)")}
+    layout = int(db.execute("PRAGMA user_version").fetchone()[0])
     if not columns:
         db.execute(
             "CREATE TABLE IF NOT EXISTS results "
             "(key TEXT PRIMARY KEY, tag TEXT, body TEXT, blob BLOB, checksum TEXT)"
         )
+        db.execute(f"PRAGMA user_version = {CACHE_LAYOUT}")
         return
+    if layout > CACHE_LAYOUT:
+        raise CacheError(
+            f"The request cache {path} has layout {layout}, written by a newer version of ascend-eval (this "
+            f"one reads layout {CACHE_LAYOUT} and older). Upgrade ascend-eval, or {_NEXT}."
+        )
     missing = [c for c in _COLUMNS if c not in columns]
     if missing or columns["key"][5] != 1:
         raise CacheError(
@@ -352,23 +418,56 @@ def _ensure_layout(db: sqlite3.Connection, path: Path) -> None:
             f"cache, or {_NEXT}."
         )
     if "checksum" in columns:
+        if layout < CACHE_LAYOUT:  # made by the release that added checksums, before layouts were recorded
+            db.execute(f"PRAGMA user_version = {CACHE_LAYOUT}")
         return
-    # A cache written before rows had checksums. Its rows are trusted once, as they are (recomputing them
-    # all would cost the judge time the cache exists to save); from now on any change to them is caught.
-    # Rows that do not decode are still misses: every read checks the row as an answer too.
+    if layout >= CACHE_LAYOUT:
+        # It recorded checksums when it was made, and their column is gone: an edit that would pass any
+        # row off as an older cache's, unverified. Its rows cannot be checked, so none is used.
+        raise CacheError(
+            f"The request cache {path} was made with a checksum for every row (layout {layout}) but its "
+            f"results table has no checksum column: it was edited by another program, and its rows can no "
+            f"longer be verified. {_ASIDE} {_NEXT}."
+        )
+    _upgrade(db, path)
+
+
+def _upgrade(db: sqlite3.Connection, path: Path) -> None:
+    """Give a cache made before checksums (layout 0, no checksum column) its checksums, once.
+
+    Its rows cannot be verified: nothing recorded what was written. Recomputing them all would cost the
+    judge time the cache exists to save, so they are trusted once, as the version that wrote them trusted
+    them on every read, but only those that are well-formed answers of some request kind
+    (`codecs.well_formed`): the others are deleted, never signed. The signed rows are then protected like
+    any other from any later change, and every read still checks a row against its own request.
+    Keeping them unsigned instead would protect them from nothing: a row whose checksum was nulled would
+    look just like one of them.
+    """
     db.create_function("ascend_eval_checksum", 3, _sql_checksum, deterministic=True)
+    db.create_function("ascend_eval_well_formed", 2, _sql_well_formed, deterministic=True)
     db.execute("BEGIN IMMEDIATE")
     try:
+        dropped = db.execute(
+            "DELETE FROM results WHERE NOT ascend_eval_well_formed(CAST(body AS BLOB), blob)"
+        ).rowcount
         db.execute("ALTER TABLE results ADD COLUMN checksum TEXT")
-        n = db.execute(
+        kept = db.execute(
             "UPDATE results SET checksum = ascend_eval_checksum(key, CAST(body AS BLOB), blob)"
         ).rowcount
+        db.execute(f"PRAGMA user_version = {CACHE_LAYOUT}")
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:
             db.execute("ROLLBACK")
         raise
-    logger.info("Added checksums to the %d rows of the older request cache %s.", n, path)
+    logger.warning(
+        "Added checksums to the %d rows of the older request cache %s, which had none: they are used "
+        "unverified this once, as the version that wrote them used them; deleted the %d rows that are not "
+        "well-formed answers. To recompute every row instead, move the file aside.",
+        kept,
+        path,
+        dropped,
+    )
 
 
 def _describe(e: sqlite3.Error, path: Path, timeout: float | None = None) -> str:
@@ -394,8 +493,26 @@ def _describe(e: sqlite3.Error, path: Path, timeout: float | None = None) -> str
             f"Make the folder writable, or {_NEXT}."
         )
     if name == "SQLITE_FULL" or "is full" in text:
-        return f"The disk holding the request cache {path} is full ({text}). Free space, or {_NEXT}."
+        return _no_space(path, text)
+    if name.startswith("SQLITE_IOERR") or "disk I/O error" in text:
+        # SQLite reports a full device as a plain I/O error where it cannot grow its -shm or -wal file
+        # (or a quota is exceeded): ask the device before blaming it.
+        free = free_bytes(path)
+        if free is not None and free < _LOW_SPACE:
+            return _no_space(path, f"{text}; {free} bytes free")
+        return (
+            f"I/O error on the request cache {path} ({text}): the device holding it failed, went away or "
+            f"is over a quota, or the file was changed under this run. Check the device (dmesg, df, "
+            f"quota), or {_NEXT}."
+        )
     return (
         f"The request cache {path} is damaged ({text}). Move it aside (or delete it) to start a new cache, "
         f"or {_NEXT}."
+    )
+
+
+def _no_space(path: Path, text: str) -> str:
+    return (
+        f"No space left on the device holding the request cache {path} ({text}). Free space there, or "
+        f"{_NEXT}."
     )

@@ -2,10 +2,12 @@
 
 Each backend (a judge, an embedder, a reranker) gets one lane. A lane has a queue per batch group (the
 codec's group key) and `concurrency` worker threads. A free worker takes the group whose first request
-belongs to the earliest plan, takes up to `max_batch` requests of it in plan order, makes one backend call
-and puts the answers on the engine's completion queue. So a backend busy with one group never holds up
-another backend, a slow request holds up only the call it is in, and requests of one sample reach the
-backend together (what a prefix cache needs).
+belongs to the earliest plan, takes up to `max_batch` requests of it in plan order, makes one backend call,
+commits the answers to the request cache (`store`) and then puts them on the engine's completion queue. So
+a backend busy with one group never holds up another backend, a slow request holds up only the call it is
+in, requests of one sample reach the backend together (what a prefix cache needs), and an answer is on
+disk before the engine hears of it: a kill, whatever the engine's thread was doing, loses only the calls
+still in flight.
 
 How many workers and how large a call, each backend says for itself (`dispatch_limits`): an in-process
 model runs one large call at a time (its own batching fills the device); an HTTP client runs many small
@@ -19,7 +21,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +50,8 @@ class Job:
     seq: int
     slot: str = field(compare=False)
     request: Request = field(compare=False)
+    key: str = field(default="", compare=False)
+    """The request's cache key, under which `Lane`'s `store` commits its answer."""
 
 
 @dataclass
@@ -64,9 +68,14 @@ class Done:
     """What the backend raised that is not an `Exception` (an interrupt): the engine raises it again."""
 
 
+Store = Callable[[list[tuple[str, Request, Result]]], None]
+"""Commits answers (key, request, result) to the request cache: `RequestCache.put_many`."""
+
+
 class Lane:
     """Worker threads for one backend. `put` and `stop` are called from the engine's thread only; each
-    backend call is wrapped in `tracer.call` (a span when tracing is on) on the worker's thread."""
+    backend call is wrapped in `tracer.call` (a span when tracing is on) on the worker's thread, and its
+    answers (not its failures) are handed to `store` on that thread before they go on `out`."""
 
     def __init__(
         self,
@@ -76,9 +85,11 @@ class Lane:
         max_batch: int,
         out: queue.Queue[Done],
         tracer: NoTrace = NO_TRACE,
+        store: Store | None = None,
     ) -> None:
         self.backend = backend
         self.tracer = tracer
+        self.store = store
         self.concurrency = concurrency
         self.max_batch = max_batch
         self.in_flight = 0
@@ -147,12 +158,30 @@ class Lane:
                 return
             after = self._computed()
             computed = None if before is None or after is None else after - before
+            self._store(codec, batch, results)
             done = Done([job.slot for job in batch], results, time.perf_counter() - started, computed)
             with self._cond:
                 self.in_flight -= len(batch)
                 if self._stopped:
                     return
             self._out.put(done)
+
+    def _store(self, codec: Codec[Any, Any], batch: list[Job], results: list[Result | str]) -> None:
+        """Commit the call's answers now, on this thread: the engine's thread may be busy for a while
+        (advancing plans, writing a sample), and a kill meanwhile must not lose what has arrived."""
+        if self.store is None:
+            return
+        answers = [
+            (job.key, job.request, result)
+            for job, result in zip(batch, results, strict=True)
+            if job.key and not isinstance(result, str) and codec.error(result) is None
+        ]
+        if not answers:
+            return
+        try:
+            self.store(answers)
+        except Exception:  # the answers still reach the engine; only their caching is lost
+            logger.exception("Could not store %d answers in the request cache", len(answers))
 
     def _computed(self) -> int | None:
         """The backend's count of computed prompt tokens so far (`computed_prompt_tokens`), read without

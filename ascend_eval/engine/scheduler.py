@@ -65,9 +65,9 @@ class Engine:
     holds back only its own plan, and every backend (and every batch group of one) is busy at once.
     Requests queue in plan order, and plans start in the order given (sample by sample), at most
     `max_live_plans` at a time: a sample's requests reach the backend together and memory stays bounded
-    on any dataset size. Identical requests run once. Every answer is committed to the cache as soon as
-    it is back (all answers that arrive together in one commit), so a killed run loses only what was in
-    flight.
+    on any dataset size. Identical requests run once. Every answer is committed to the cache by the lane
+    thread that received it, before this thread sees it (`lanes.Lane`), so a killed run loses only what
+    was in flight, however busy this thread was.
 
     Args:
         backends: the model runtimes.
@@ -282,14 +282,12 @@ class _Run:
             except queue.Empty:
                 self._report_progress()
                 continue
-            stored: list[tuple[str, Request, Result]] = []
-            self._receive(done, stored)
-            while True:  # everything that is back already goes into one commit
+            self._receive(done)
+            while True:  # everything that is back already, before the plans move on
                 try:
-                    self._receive(self.done_queue.get_nowait(), stored)
+                    self._receive(self.done_queue.get_nowait())
                 except queue.Empty:
                     break
-            self.engine.cache.put_many(stored)
             self._settle()
             self._report_progress()
         self._close_rounds(final=True)
@@ -400,7 +398,8 @@ class _Run:
             order = min((self.live[pid].order for pid, _ in slot.waiters if pid in self.live), default=0)
             lane = self._lane(slot.request)
             self.seq += 1
-            jobs[lane].append((slot.group, slot.codec, Job(order, self.seq, slot_id, slot.request)))
+            job = Job(order, self.seq, slot_id, slot.request, slot.key)
+            jobs[lane].append((slot.group, slot.codec, job))
             batches = self._round(slot.round).batches
             batches[slot.label] = batches.get(slot.label, 0) + 1
         for lane, lane_jobs in jobs.items():
@@ -417,14 +416,15 @@ class _Run:
                 max_batch=batch,
                 out=self.done_queue,
                 tracer=self.engine.tracer,
+                store=self.engine.cache.put_many,
             )
         return lane
 
     # Answers coming back
 
-    def _receive(self, done: Done, stored: list[tuple[str, Request, Result]]) -> None:
+    def _receive(self, done: Done) -> None:
+        """Account for one backend call's answers (already cached by its lane) and hand them out."""
         if done.raised is not None:
-            self.engine.cache.put_many(stored)  # what came back before it is kept
             raise done.raised
         share = done.seconds / max(1, len(done.slots))
         computed_share = self._computed_share(done)
@@ -453,7 +453,6 @@ class _Run:
                 stage.computed_prompt_tokens = (stage.computed_prompt_tokens or 0) + round(
                     t_in * computed_share
                 )
-            stored.append((slot.key, slot.request, result))
             self._resolve(slot_id, result)
 
     def _computed_share(self, done: Done) -> float | None:

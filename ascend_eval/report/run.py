@@ -30,6 +30,7 @@ from ascend_eval.metrics.base import MetricResult
 from ascend_eval.report.details import clip, details_html
 from ascend_eval.report.escape import html_text
 from ascend_eval.report.svg import histogram_svg
+from ascend_eval.writing import write_text
 
 LOWEST = 3
 """Samples shown per metric: the lowest scored ones, and as many NaN ones."""
@@ -336,9 +337,11 @@ def render_run_report(result: RunResult) -> str:
 
 
 def write_run_report(result: RunResult, out_dir: str | Path) -> Path:
-    """Write `report.html` for `result` into `out_dir` (created if missing) and return its path."""
+    """Write `report.html` for `result` into `out_dir` (created if missing) and return its path.
+
+    Raises:
+        OutputError: it could not be written (a full disk); the page is whole or not there at all.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / REPORT_FILE
-    path.write_text(render_run_report(result), encoding="utf-8")
-    return path
+    return write_text(out / REPORT_FILE, render_run_report(result))

@@ -9,18 +9,20 @@ the samples (`ascend_eval.streaming.stored`).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from ascend_eval.data import Sample
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.report.bootstrap import BOOTSTRAP_LIMIT, DEFAULT_RESAMPLES
 from ascend_eval.report.escape import spreadsheet_row
+from ascend_eval.writing import replaced, write_failure, write_text
 
 SAMPLES_FILE = "samples.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -76,25 +78,64 @@ def dump_line(row: Mapping[str, Any]) -> str:
 
 class SamplesWriter:
     """Appends rows to `samples.jsonl`, flushed every `flush_every` rows so a killed run keeps what it
-    scored (the request cache keeps the rest)."""
+    scored (the request cache keeps the rest).
+
+    The file is made with its first row (`finish` makes it for a run without any), so a run stopped
+    before it scored a sample leaves no empty file. A write that fails (a full disk) cuts the file back to
+    the rows that were flushed whole (removing it if none were), then raises `OutputError`: the file never
+    ends in half a line, and the rows cut off are in the request cache for the re-run.
+    """
 
     def __init__(self, path: Path, *, flush_every: int = 256) -> None:
         self.path = path
         self.count = 0
         self._flush_every = flush_every
-        self._file: IO[str] | None = path.open("w", encoding="utf-8")
+        self._file: IO[str] | None = None
+        self._whole = 0
+        """Bytes at the start of the file known to hold whole rows: what the last flush wrote."""
+        self._closed = False
 
     def write(self, row: Mapping[str, Any]) -> None:
-        assert self._file is not None, "write after close"
-        self._file.write(dump_line(row))
-        self.count += 1
-        if self.count % self._flush_every == 0:
-            self._file.flush()
+        assert not self._closed, "write after close"
+        try:
+            if self._file is None:
+                self._file = self.path.open("w", encoding="utf-8")
+            self._file.write(dump_line(row))
+            self.count += 1
+            if self.count % self._flush_every == 0:
+                self._file.flush()
+                self._whole = self._file.tell()
+        except OSError as e:
+            self._failed(e)
 
     def close(self) -> None:
+        """Flush and close the file; every row written so far stays on disk."""
+        self._closed = True
         if self._file is not None:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as e:
+                self._failed(e)
             self._file = None
+
+    def finish(self) -> None:
+        """`close`, and make the file even when no row came: a results folder always has one."""
+        self.close()
+        if self.count == 0:
+            write_text(self.path, "")
+
+    def _failed(self, e: OSError) -> NoReturn:
+        self._closed = True
+        if self._file is not None:
+            with contextlib.suppress(OSError):  # the rows still buffered cannot be written either
+                self._file.close()
+            self._file = None
+        with contextlib.suppress(OSError):
+            if self._whole:
+                os.truncate(self.path, self._whole)
+            else:
+                self.path.unlink(missing_ok=True)
+        raise write_failure(e, self.path) from None
 
 
 def iter_rows(path: Path) -> Iterator[dict[str, Any]]:
@@ -105,9 +146,9 @@ def iter_rows(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def write_results_json(path: Path, samples: Path, head: Mapping[str, Any], tail: Mapping[str, Any]) -> Path:
-    """`results.json`: `head`'s keys, then "samples" (each line of `samples`), then `tail`'s keys."""
-    tmp = path.with_name(path.name + ".part")
-    with tmp.open("w", encoding="utf-8") as out, samples.open(encoding="utf-8") as rows:
+    """`results.json`: `head`'s keys, then "samples" (each line of `samples`), then `tail`'s keys; put in
+    place in one step (`replaced`)."""
+    with replaced(path) as out, samples.open(encoding="utf-8") as rows:
         out.write("{\n")
         for key, value in head.items():
             out.write(f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False, indent=2)},\n")
@@ -122,7 +163,6 @@ def write_results_json(path: Path, samples: Path, head: Mapping[str, Any], tail:
         for key, value in tail.items():
             out.write(f",\n{json.dumps(key)}: {json.dumps(value, ensure_ascii=False, indent=2)}")
         out.write("\n}\n")
-    os.replace(tmp, path)
     return path
 
 
@@ -131,15 +171,13 @@ def write_job_results(
 ) -> Path:
     """A job's `job_results.json`, `{"aggregate_scores": [...], "rows": [...]}`, one row per line, written
     row by row and then put in place in one step (a server reads it once the job has completed)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
-    with tmp.open("w", encoding="utf-8") as out:
+    with replaced(path) as out:
         out.write('{\n"aggregate_scores": ')
         out.write(json.dumps(list(aggregates), ensure_ascii=False, indent=2))
         out.write(',\n"rows": [')
         for i, row in enumerate(rows):
             out.write(("\n" if i == 0 else ",\n") + dump_line(row).rstrip("\n"))
         out.write("\n]\n}\n")
-    os.replace(tmp, path)
     return path
 
 
@@ -147,8 +185,9 @@ def write_scores_csv(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
     """Per-sample scores without details; list columns as JSON text. UTF-8 with a BOM so that spreadsheet
     programs show Chinese correctly, and made safe to open in one: a text cell (a question, an id, a reason)
     that starts with `=`, `+`, `-`, `@`, a tab or a carriage return starts with a single quote, so that it is
-    not run as a formula (`spreadsheet_row`); numbers, scores included, are written as they are."""
-    with path.open("w", newline="", encoding="utf-8-sig") as f:
+    not run as a formula (`spreadsheet_row`); numbers, scores included, are written as they are. Put in
+    place in one step (`replaced`)."""
+    with replaced(path, newline="", encoding="utf-8-sig") as f:
         writer: csv.DictWriter[str] | None = None
         for row in rows:
             flat = {
@@ -164,8 +203,7 @@ def write_scores_csv(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
 
 
 def write_summary(path: Path, summary: Mapping[str, Any]) -> Path:
-    path.write_text(json.dumps(summary, ensure_ascii=False, indent=2), encoding="utf-8")
-    return path
+    return write_text(path, json.dumps(summary, ensure_ascii=False, indent=2))
 
 
 def summary_dict(

@@ -125,7 +125,7 @@ class FileSink:
         provenance: dict[str, Any],
         wall_seconds: float,
     ) -> StoredResult:
-        self.close()
+        self._writer.finish()
         summary = summary_dict(
             aggregates=[self.tallies[m].aggregate() for m in self.metrics],
             intervals={m: self.tallies[m].interval() for m in self.metrics},

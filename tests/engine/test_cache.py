@@ -96,6 +96,35 @@ def test_committed_results_survive_sigkill(tmp_path):
         assert len(cache) >= last + 1
 
 
+def test_answers_stored_from_many_threads_are_each_committed_when_the_call_returns(tmp_path):
+    """The engine's lane threads store their answers themselves, all into one cache: calls that meet are
+    committed together, and each returns only once its own rows are committed (another connection, as
+    after a kill, already sees them)."""
+    import threading
+
+    path = tmp_path / "c.sqlite"
+    cache = RequestCache(path)
+    missing: list[str] = []
+
+    def store(thread: int) -> None:
+        reader = sqlite3.connect(path)
+        for i in range(50):
+            r = CrossScoreRequest("q", f"{thread}-{i}")
+            cache.put_many([(request_key(r, "m"), r, float(i))])
+            found = reader.execute("SELECT 1 FROM results WHERE key = ?", (request_key(r, "m"),)).fetchone()
+            if found is None:
+                missing.append(f"{thread}-{i}")
+        reader.close()
+
+    threads = [threading.Thread(target=store, args=(t,)) for t in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert missing == [] and len(cache) == 16 * 50 and cache.enabled
+    cache.close()
+
+
 # Keys and stored encodings as computed by the cache before request kinds became codecs: existing cache
 # files stay valid only while these stay byte-identical.
 PINNED_CHAT = (Message("system", "You judge."), Message("user", "天空是蓝色的吗? Is the sky blue?"))

@@ -527,8 +527,114 @@ def test_an_older_cache_without_checksums_is_migrated_once(tmp_path, caplog):
     rewrite(
         path, generate_key, json.dumps({**json.loads(rows(path, "body LIKE '%text%'")[0][1]), "text": "x"})
     )
-    with RequestCache(path) as cache:
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ascend_eval.engine"), RequestCache(path) as cache:
         assert set(cache.get_many(items)) == {k for k, _ in items[1:]}
+    assert "Added checksums" not in caplog.text  # once: the cache now records that it has them
+
+
+def _layout(path: Path) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_a_cache_whose_checksum_column_was_dropped_is_refused_never_scored(primed):
+    """Issue 14, item 6: with its checksum column dropped, a cache this version wrote was read as one
+    written before checksums, its rows (a tampered verdict among them) were signed at INFO, and the
+    tampered scores were used with 0 requests sent. A cache records its layout when it is made; one that
+    records checksums and has no checksum column was edited, and is refused before any request."""
+    _, folder = primed
+    path = folder / CACHE_FILE
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE results DROP COLUMN checksum")
+    for key, body in db.execute("SELECT key, body FROM results WHERE body LIKE '%\"probs\"%'").fetchall():
+        turned = json.dumps({**json.loads(body), "probs": json.loads(body)["probs"][::-1]})
+        db.execute("UPDATE results SET body = ? WHERE key = ?", (turned, key))  # well-formed, and opposite
+    db.commit()
+    db.close()
+    judge, embedder = fresh_judge(), NgramEmbedder()
+    with pytest.raises(CacheError, match="no checksum column") as caught:
+        run(folder, judge, embedder)
+    assert_actionable(caught.value, path)
+    assert judge.calls == [] and embedder.calls == []
+    db = sqlite3.connect(path)
+    columns = [c[1] for c in db.execute("PRAGMA table_info(results)")]
+    db.close()
+    assert columns == ["key", "tag", "body", "blob"]  # refused as found: nothing added, nothing signed
+
+
+def test_an_older_cache_is_upgraded_without_signing_rows_that_are_not_answers(tmp_path, caplog):
+    """A cache genuinely written before checksums (no recorded layout, no checksum column): its rows
+    cannot be verified, so only those that are well-formed answers of some kind are signed and kept; the
+    others are deleted, never signed (before, every row got a checksum, whatever it held)."""
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE results (key TEXT PRIMARY KEY, tag TEXT, body TEXT, blob BLOB)")
+    good = []
+    for request_, result in KINDS:
+        body, blob = codec_for(request_).encode(result)
+        good.append(request_key(request_, "m"))
+        db.execute("INSERT INTO results VALUES (?, ?, ?, ?)", (good[-1], "", body, blob))
+    bad = {
+        "cut": ('{"text": "The sky', None),
+        "probability over one": (
+            '{"labels": ["0", "1"], "probs": [0.5, 1.5], "prompt_tokens": 3, "error": null}',
+            None,
+        ),
+        "failure kept as an answer": (
+            json.dumps(dict(text="", finish_reason="error", prompt_tokens=0, completion_tokens=0, error="x")),
+            None,
+        ),
+        "short vector": ('{"dim": 3}', b"\x00" * 8),
+        "score as text": ('{"score": "high"}', None),
+        "no body": (None, None),
+    }
+    for name, (body, blob) in bad.items():
+        db.execute("INSERT INTO results VALUES (?, ?, ?, ?)", (name, "", body, blob))
+    db.commit()
+    db.close()
+    with caplog.at_level(logging.INFO, logger="ascend_eval.engine"), RequestCache(path) as cache:
+        found = cache.get_many([(request_key(r, "m"), r) for r, _ in KINDS])
+    assert all(equal(found[request_key(r, "m")], v) for r, v in KINDS)
+    db = sqlite3.connect(path)
+    kept = dict(db.execute("SELECT key, checksum FROM results").fetchall())
+    db.close()
+    assert set(kept) == set(good) and all(kept.values())  # the others are gone, not signed
+    [upgrade] = [r for r in caplog.records if "Added checksums" in r.getMessage()]
+    assert upgrade.levelno == logging.WARNING and str(path) in upgrade.getMessage()
+    assert f"deleted the {len(bad)} rows that are not well-formed answers" in upgrade.getMessage()
+    assert _layout(path) == cache_module.CACHE_LAYOUT
+
+
+def test_a_cache_with_checksums_but_no_recorded_layout_is_stamped_and_used(primed):
+    """The release before layouts were recorded wrote checksums without saying so: such a cache opens
+    as it is, its rows are used, and it records its layout from then on."""
+    scores, folder = primed
+    path = folder / CACHE_FILE
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 0")
+    db.commit()
+    db.close()
+    again, sent, _, _ = run(folder)
+    assert same_scores(again, scores) and sent == 0
+    assert _layout(path) == cache_module.CACHE_LAYOUT
+
+
+def test_a_cache_of_a_newer_layout_is_refused(primed):
+    _, folder = primed
+    path = folder / CACHE_FILE
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {cache_module.CACHE_LAYOUT + 1}")
+    db.commit()
+    db.close()
+    judge, embedder = fresh_judge(), NgramEmbedder()
+    with pytest.raises(CacheError, match="newer version of ascend-eval") as caught:
+        run(folder, judge, embedder)
+    assert_actionable(caught.value, path)
+    assert judge.calls == [] and embedder.calls == []
 
 
 def test_a_lone_surrogate_gets_a_stable_key_and_is_stored(tmp_path):
