@@ -335,7 +335,7 @@ def _parse_text(text: str, path: Path) -> dict[str, Any]:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ConfigError(
-                f"Job spec {str(path)!r} is not valid JSON: {e.msg} at line {e.lineno}."
+                f"Job spec {str(path)!r} is not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})."
             ) from None
         except (RecursionError, ValueError) as e:  # nested thousands deep; an integer of 4300+ digits
             raise ConfigError(
