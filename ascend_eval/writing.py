@@ -13,6 +13,7 @@ import contextlib
 import errno
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -48,6 +49,23 @@ def write_failure(e: OSError, path: Path, fix: str = OUT_FIX) -> OutputError:
     return OutputError(f"Cannot write {path} ({e.strerror or e}). Make it writable, or {fix}.")
 
 
+def _temporary(path: Path) -> Path:
+    """The temporary name `path` is written under: one per process and thread, since the server's request
+    and worker threads may update one file at once."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.part")
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Replace `path` with `text` in one step, so a reader (or a kill) never sees half a file or an empty
+    one. An `OSError` passes as it is (where the caller has no `--out` to name; `write_text` translates)."""
+    tmp = _temporary(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def replaced(path: Path, *, encoding: str = "utf-8", newline: str | None = None) -> Iterator[IO[str]]:
     """A text file to write `path` through: it takes `path`'s place, in one step, when the block ends
@@ -57,7 +75,7 @@ def replaced(path: Path, *, encoding: str = "utf-8", newline: str | None = None)
         OutputError: writing failed (`write_failure` says why and what to do); other errors pass as
             they are.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
+    tmp = _temporary(path)
     try:
         with tmp.open("w", encoding=encoding, newline=newline) as f:
             yield f

@@ -27,7 +27,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -39,6 +38,7 @@ from ascend_eval.jobs.spec import JobSpec, did_you_mean, load_spec
 from ascend_eval.models.errors import BACKEND_ERROR, BackendError, ConfigError
 from ascend_eval.models.weights.paths import cache_root
 from ascend_eval.streaming.files import write_job_results
+from ascend_eval.writing import replace_text
 
 logger = logging.getLogger("ascend_eval.jobs")
 
@@ -59,16 +59,8 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _replace_text(path: Path, text: str) -> None:
-    """Replace `path` in one step, so a reader (or a kill) never sees half a file, or an empty one."""
-    # One temporary name per thread: the server's request and worker threads may both update a job.
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    temp.write_text(text, encoding="utf-8")
-    os.replace(temp, path)
-
-
 def _write_json(path: Path, data: Mapping[str, Any]) -> None:
-    _replace_text(path, json.dumps(data, ensure_ascii=False, indent=2))
+    replace_text(path, json.dumps(data, ensure_ascii=False, indent=2))
 
 
 def _json_kind(value: Any) -> str:
@@ -326,7 +318,7 @@ class Job:
             )
         # Not written in place: the server reads it from other threads, and a file written in place is
         # empty for a moment, which crashed `info()`.
-        _replace_text(self.directory / "background.pid", str(self._process.pid))
+        replace_text(self.directory / "background.pid", str(self._process.pid))
         return self
 
     def wait(self, timeout: float | None = None, *, poll: float = 0.2) -> Job:

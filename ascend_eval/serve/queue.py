@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import queue
 import threading
 import time
@@ -28,6 +27,7 @@ from typing import Any
 from ascend_eval.jobs import Job, Jobs
 from ascend_eval.jobs.runner import DAMAGED, FINISHED, read_record
 from ascend_eval.models.errors import ConfigError
+from ascend_eval.writing import replace_text
 
 logger = logging.getLogger("ascend_eval.serve")
 
@@ -100,9 +100,7 @@ class JobQueue:
                 return {}
             record = read_record(path)
             record.update(fields, updated_at=now())
-            temp = path.with_name(f".{RECORD}.{os.getpid()}.{threading.get_ident()}.tmp")
-            temp.write_text(json.dumps(record, ensure_ascii=False, indent=2), encoding="utf-8")
-            os.replace(temp, path)
+            replace_text(path, json.dumps(record, ensure_ascii=False, indent=2))
             return record
 
     def ids(self) -> list[str]:
