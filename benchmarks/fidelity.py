@@ -173,6 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--judge", required=True, help="a judge: shipped name, directory or .gguf")
     parser.add_argument("--embedder", default="multilingual-e5-small")
     parser.add_argument("--cache-dir", default=None, help="request cache (default: none)")
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=3600.0,
+        help="seconds per request to a judge server (a CPU server can take minutes to answer a batch)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="write pairs, scores and accuracy as JSON")
     args = parser.parse_args(argv)
 
@@ -183,8 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     if not pairs:
         raise SystemExit("no pairs: pass --wikieval PATH and/or keep the Chinese pairs")
     from ascend_eval.models.factory import resolve
+    from ascend_eval.models.spec import ModelSpec
 
-    judge, embedder = resolve(args.judge, "judge"), resolve(args.embedder, "embedder")  # built once
+    judge_arg: Any = args.judge
+    if args.judge.startswith(("http://", "https://")):
+        judge_arg = ModelSpec(model=args.judge, role="judge", request_timeout=args.request_timeout)
+    judge, embedder = resolve(judge_arg, "judge"), resolve(args.embedder, "embedder")  # built once
     started = time.perf_counter()
     score_pairs(pairs, judge, embedder, args.cache_dir or False)
     rows = accuracy(pairs)
