@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -33,6 +32,7 @@ from ascend_eval.metrics import metric_names
 from ascend_eval.models.base import ClassifyRequest, GenerateRequest
 from ascend_eval.models.judge.chat import ChatRenderer
 from ascend_eval.models.judge.replay import ReplayJudge
+from ascend_eval.prompts.layout import read_input
 from ascend_eval.text import split_sentences
 from benchmarks.datagen import generate
 from benchmarks.request_counts import LengthEmbedder
@@ -51,15 +51,6 @@ def default_tokenizer_dir() -> Path:
     return found[0]
 
 
-def _tail(request: GenerateRequest | ClassifyRequest) -> str:
-    """The request's own item: what follows its task line (new layout) or its last input (old layout)."""
-    content = request.messages[-1].content
-    for marker in ("\nTask: ", "\n任务：", "Input: ", "输入: "):
-        if marker in content:
-            return content.rsplit(marker, 1)[-1]
-    return content
-
-
 class RecordingRules:
     """A rule-based judge for one sample at a time; it keeps every request in the order it was sent."""
 
@@ -68,13 +59,8 @@ class RecordingRules:
         self.sent: list[GenerateRequest | ClassifyRequest] = []
 
     def _which_text(self, request: GenerateRequest) -> str:
-        tail = _tail(request)
-        if tail.lstrip().startswith("{"):  # old layout: the input's JSON holds the text itself
-            data = json.loads(tail.split("\n", 1)[0].strip() if "\n" in tail else tail)
-            return str(data.get("answer", data.get("text", "")))
-        return (
-            self.sample["ground_truth"] if re.search(r"reference|参考", tail, re.I) else self.sample["answer"]
-        )
+        data = read_input(request.messages[-1].content)
+        return str(data.get("answer", data.get("text", "")))
 
     def generate(self, request: GenerateRequest) -> str:
         self.sent.append(request)

@@ -23,6 +23,7 @@ from ascend_eval.data import load_dataset
 from ascend_eval.examples import builtin_dataset
 from ascend_eval.metrics import metric_names
 from ascend_eval.models.judge.replay import ReplayJudge
+from ascend_eval.prompts.layout import read_input
 from ascend_eval.text import split_sentences
 
 
@@ -38,8 +39,7 @@ def ragas_requests(metric: str, k: int) -> int:
 
 
 def _input(request) -> dict:
-    tail = request.messages[-1].content.rsplit("\n\n", 1)[-1]
-    return json.loads(tail.split(": ", 1)[1].rsplit("\n", 1)[0])
+    return read_input(request.messages[-1].content)
 
 
 def generate_rule(request) -> str:

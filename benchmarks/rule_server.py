@@ -20,16 +20,14 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-_INPUT = re.compile(r"(?:Input|输入): (\{.*\})\n", re.DOTALL)
+from ascend_eval.prompts.layout import read_input
+
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 CHAT = "/v1/chat/completions"
 
 
 def _input(prompt: str) -> dict[str, Any]:
-    match = _INPUT.search(prompt.rsplit("\n\n", 2)[-1] + "\n")
-    if match is None:
-        raise ValueError("no input block at the end of the prompt")
-    return dict(json.loads(match.group(1)))
+    return read_input(prompt)
 
 
 def answer(body: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import pytest
 
 from ascend_eval.models.base import ClassifyRequest, GenerateRequest
 from ascend_eval.models.judge.replay import ReplayJudge
+from ascend_eval.prompts.layout import read_input
 
 # Tiny judge checkpoints (built in the session from a config, never downloaded), shared by every folder.
 pytest_plugins = ["tests.tiny_models"]
@@ -22,19 +23,14 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_DATA_USAGE_DISABLED", "1")
 
-_INPUT = re.compile(r"(?:Input|输入): (\{.*\})\n", re.DOTALL)
-
 
 def sample_input(request: GenerateRequest | ClassifyRequest) -> dict:
-    """The sample's input JSON that our prompts put last, read back out of the rendered prompt.
+    """What a request asks about, read back out of the rendered prompt (`layout.read_input`: its input,
+    with pointers into the sample block replaced by the sample's texts).
 
     For the rule judge of end-to-end tests (whole datasets, requests that arrive over HTTP as text). Metric
     tests answer from recorded outputs instead (`tests/recorded_judge.py`), looked up by request."""
-    text = request.messages[-1].content
-    last = text.rsplit("\n\n", 2)[-1]
-    match = _INPUT.search(last + "\n")
-    assert match, f"no input block in prompt tail: {last!r}"
-    return json.loads(match.group(1))
+    return read_input(request.messages[-1].content)
 
 
 def split_sentences(text: str) -> list[str]:

@@ -142,7 +142,7 @@ class AnswerCorrectness(Metric):
         texts = {"response": response, "reference": reference}
         asked = [key for key, text in texts.items() if text.strip() or ctx.ragas_compat]
         requests: list[GenerateRequest | EmbedRequest] = [
-            STATEMENTS.request(StatementsInput(question=question, answer=texts[key]), ctx.language)
+            STATEMENTS.request(StatementsInput(question=question, answer=texts[key]), ctx.language, ctx.block)
             for key in asked
         ]
         if self.weights[1] > 0:
@@ -178,7 +178,7 @@ class AnswerCorrectness(Metric):
             # identical to noise_sensitivity's, so the engine runs them once.
             pairs = [(reference, a) for a in answer] + [(response, g) for g in truth]
             results: list[ClassifyResult] = yield [
-                STATEMENT_SUPPORT.request(SupportInput(context=text, statement=s), ctx.language)
+                STATEMENT_SUPPORT.request(SupportInput(context=text, statement=s), ctx.language, ctx.block)
                 for text, s in pairs
             ]
             verdicts = STATEMENT_SUPPORT.parse_all(results)
@@ -200,6 +200,7 @@ class AnswerCorrectness(Metric):
             request = CORRECTNESS.request(
                 CorrectnessInput(question=question, response_statements=answer, reference_statements=truth),
                 ctx.language,
+                ctx.block,
             )
             [raw] = yield [request]
             parsed = CORRECTNESS.parse(raw)

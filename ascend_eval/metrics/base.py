@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from ascend_eval.data import Column, Sample
 from ascend_eval.models.base import Request
+from ascend_eval.prompts.layout import SampleBlock
 from ascend_eval.text.language import Language
 
 RoleName = Literal["judge", "embedder", "reranker"]
@@ -57,6 +58,9 @@ class PlanContext:
     judge_mode: JudgeMode = "classify"
     """"classify": verdicts and ratings are `Classify` requests answered from next-token probabilities in
     one forward pass. "generate": RAGAS's procedure, schema-constrained JSON with a reason per verdict."""
+    block: SampleBlock | None = None
+    """The sample's texts, which its prompts are rendered after (`prompts/layout.py`); None renders them
+    task first."""
 
 
 Plan = Generator[Sequence[Request], list[Any], MetricResult]

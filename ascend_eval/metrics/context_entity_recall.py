@@ -102,7 +102,7 @@ class ContextEntityRecall(Metric):
         else:
             asked = [t for t in texts if t.strip()]
             results: list[GenerateResult] = yield [
-                ENTITIES.request(EntitiesInput(text=t), ctx.language) for t in asked
+                ENTITIES.request(EntitiesInput(text=t), ctx.language, ctx.block) for t in asked
             ]
             by_text: dict[str, list[str]] = {}
             for text, result in zip(asked, results, strict=True):

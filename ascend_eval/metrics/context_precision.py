@@ -92,14 +92,16 @@ class _ContextUsefulness(Metric):
         ]
         details: dict[str, Any] = {}
         if ctx.judge_mode == "classify":
-            results: list[ClassifyResult] = yield [CONTEXT_USEFUL.request(x, ctx.language) for x in inputs]
+            results: list[ClassifyResult] = yield [
+                CONTEXT_USEFUL.request(x, ctx.language, ctx.block) for x in inputs
+            ]
             useful = [CONTEXT_USEFUL.parse(r) for r in results]
             if (failed := _first_failure(useful)) is not None:
                 return failed
             verdicts = [int(v.holds) for v in useful]  # type: ignore[union-attr]
             details["p_useful"] = [round(v.p_positive, 6) for v in useful]  # type: ignore[union-attr]
         else:
-            raws = yield [CONTEXT_USEFUL_VERDICT.request(x, ctx.language) for x in inputs]
+            raws = yield [CONTEXT_USEFUL_VERDICT.request(x, ctx.language, ctx.block) for x in inputs]
             parsed = [CONTEXT_USEFUL_VERDICT.parse(r) for r in raws]
             if (failed := _first_failure(parsed)) is not None:
                 return failed

@@ -54,7 +54,9 @@ class ContextRecall(Metric):
         if ctx.judge_mode == "generate":
             [raw] = yield [
                 CONTEXT_ATTRIBUTION.request(
-                    AttributionInput(question=question, context=context, answer=reference), ctx.language
+                    AttributionInput(question=question, context=context, answer=reference),
+                    ctx.language,
+                    ctx.block,
                 )
             ]
             parsed = CONTEXT_ATTRIBUTION.parse(raw)
@@ -70,7 +72,9 @@ class ContextRecall(Metric):
                 return MetricResult.nan("no_classifications", raw=raw.text)
             return MetricResult(attributed_ratio(flags), details=details)
 
-        [raw] = yield [STATEMENTS.request(StatementsInput(question=question, answer=reference), ctx.language)]
+        [raw] = yield [
+            STATEMENTS.request(StatementsInput(question=question, answer=reference), ctx.language, ctx.block)
+        ]
         statements = read_statements(raw, ragas_compat=ctx.ragas_compat)
         if isinstance(statements, ParseFailure):
             return MetricResult.nan(statements.reason, raw=statements.raw)

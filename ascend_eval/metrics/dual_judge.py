@@ -103,7 +103,7 @@ def rate_twice(
     failures: list[dict[str, str] | None] = []
     if ctx.judge_mode == "generate":
         results: list[GenerateResult] = yield [
-            judge.generate.request(x, ctx.language)  # type: ignore[arg-type]
+            judge.generate.request(x, ctx.language, ctx.block)  # type: ignore[arg-type]
             for judge, x in zip(judges, inputs, strict=True)
         ]
         for judge, result in zip(judges, results, strict=True):
@@ -116,7 +116,7 @@ def rate_twice(
                 failures.append(None)
     else:
         answers: list[ClassifyResult] = yield [
-            judge.classify.request(x, ctx.language)  # type: ignore[arg-type]
+            judge.classify.request(x, ctx.language, ctx.block)  # type: ignore[arg-type]
             for judge, x in zip(judges, inputs, strict=True)
         ]
         read = most_probable_rating if ctx.ragas_compat else expected_rating

@@ -38,7 +38,8 @@ def supported_share(text: str, statements: list[str], ctx: PlanContext) -> Plan:
     contexts) both end this way, and their identical requests are answered once.
     """
     results: list[ClassifyResult] = yield [
-        STATEMENT_SUPPORT.request(SupportInput(context=text, statement=s), ctx.language) for s in statements
+        STATEMENT_SUPPORT.request(SupportInput(context=text, statement=s), ctx.language, ctx.block)
+        for s in statements
     ]
     verdicts = STATEMENT_SUPPORT.parse_all(results)
     if isinstance(verdicts, ParseFailure):
@@ -70,7 +71,9 @@ class Faithfulness(Metric):
         question, response = sample.user_input or "", sample.response or ""
         if not response.strip():
             return MetricResult.nan("no_statements", note="the response is empty")
-        [raw] = yield [STATEMENTS.request(StatementsInput(question=question, answer=response), ctx.language)]
+        [raw] = yield [
+            STATEMENTS.request(StatementsInput(question=question, answer=response), ctx.language, ctx.block)
+        ]
         statements = read_statements(raw, ragas_compat=ctx.ragas_compat)
         if isinstance(statements, ParseFailure):
             return MetricResult.nan(statements.reason, raw=statements.raw)
@@ -84,7 +87,9 @@ class Faithfulness(Metric):
     @staticmethod
     def _plan_generate(context: str, statements: list[str], ctx: PlanContext) -> Plan:
         results: list[GenerateResult] = yield [
-            STATEMENT_VERDICTS.request(SupportListInput(context=context, statements=statements), ctx.language)
+            STATEMENT_VERDICTS.request(
+                SupportListInput(context=context, statements=statements), ctx.language, ctx.block
+            )
         ]
         parsed = STATEMENT_VERDICTS.parse(results[0])
         if isinstance(parsed, ParseFailure):

@@ -157,8 +157,8 @@ class NoiseSensitivity(Metric):
             return MetricResult.nan("no_statements", note="the response or the reference is blank")
 
         raws = yield [
-            STATEMENTS.request(StatementsInput(question=question, answer=reference), ctx.language),
-            STATEMENTS.request(StatementsInput(question=question, answer=response), ctx.language),
+            STATEMENTS.request(StatementsInput(question=question, answer=reference), ctx.language, ctx.block),
+            STATEMENTS.request(StatementsInput(question=question, answer=response), ctx.language, ctx.block),
         ]
         lists: list[list[str]] = []
         for raw in raws:
@@ -182,7 +182,9 @@ class NoiseSensitivity(Metric):
         }
         if ctx.judge_mode == "generate":
             results: list[GenerateResult] = yield [
-                STATEMENT_VERDICTS.request(SupportListInput(context=text, statements=stmts), ctx.language)
+                STATEMENT_VERDICTS.request(
+                    SupportListInput(context=text, statements=stmts), ctx.language, ctx.block
+                )
                 for text, stmts in groups
             ]
             verdicts = []
@@ -200,7 +202,7 @@ class NoiseSensitivity(Metric):
                 verdicts.append([bool(v.verdict) for v in parsed_verdicts.statements])
         else:
             requests = [
-                STATEMENT_SUPPORT.request(SupportInput(context=text, statement=s), ctx.language)
+                STATEMENT_SUPPORT.request(SupportInput(context=text, statement=s), ctx.language, ctx.block)
                 for text, stmts in groups
                 for s in stmts
             ]

@@ -10,8 +10,10 @@ Two kinds:
   label, in the prompt's order) or a `ParseFailure`. A yes/no verdict holds when its positive label's
   probability is above `VERDICT_THRESHOLD`, the one threshold every metric uses.
 
-Every rendering puts the static text (instruction, format, examples) first and the sample last, so a backend
-with prefix caching reuses the shared prefix across every sample.
+Given the sample's `SampleBlock`, a prompt is rendered sample first (`prompts/layout.py`): one preamble, the
+sample's texts, then the task, so that every request of a sample shares its prefix with the others on a
+backend with prefix caching. Without one, or when the input names none of the sample's texts, the static
+text (instruction, format, examples) comes first and the input last.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ascend_eval.models.base import (
     repeats,
 )
 from ascend_eval.models.errors import BACKEND_ERROR
+from ascend_eval.prompts.layout import SampleBlock, point, task_heading
 from ascend_eval.text.language import Language
 
 In = TypeVar("In", bound=BaseModel)
@@ -115,6 +118,23 @@ def _dump(model: BaseModel) -> str:
     return json.dumps(model.model_dump(mode="json"), ensure_ascii=False)
 
 
+def _laid_out(
+    parts: list[str], laid: tuple[str, dict[str, object]] | None, inputs: BaseModel, language: Language
+) -> tuple[Message, ...]:
+    """The one message of a prompt: `parts` (instruction, format, examples), then the input. `laid` is
+    what `layout.point` made of the input: sample first where it points into the sample, else task first,
+    with the input as it is."""
+    words = _LABELS[language]
+    if laid is None:
+        item = f"{words['input']}: {_dump(inputs)}\n{words['output']}:"
+        return (Message("user", "\n\n".join([*parts, f"{words['now']}\n{item}"])),)
+    head, data = laid
+    item = f"{words['input']}: {json.dumps(data, ensure_ascii=False)}\n{words['output']}:"
+    examples = len(parts) > 2  # after the instruction and the format line
+    task = "\n\n".join([*parts, f"{words['now']}\n{item}" if examples else item])
+    return (Message("user", f"{head}{task_heading(language)}\n{task}"),)
+
+
 @dataclass(frozen=True)
 class PromptSpec(Generic[In, Out]):
     """A prompt whose answer is JSON described by `output`."""
@@ -134,19 +154,25 @@ class PromptSpec(Generic[In, Out]):
     def json_schema(self) -> str:
         return GenerationParams.schema_text(self.output.model_json_schema())
 
-    def render(self, inputs: In, language: Language) -> tuple[Message, ...]:
+    def render(self, inputs: In, language: Language, block: SampleBlock | None = None) -> tuple[Message, ...]:
         words = _LABELS[language]
         parts = [self.instruction[language], f"{_FORMAT[language]}\n{self.json_schema()}"]
         for i, (x, y) in enumerate(self.examples.get(language, ()), start=1):
             parts.append(
                 f"{words['example']} {i}\n{words['input']}: {_dump(x)}\n{words['output']}: {_dump(y)}"
             )
-        parts.append(f"{words['now']}\n{words['input']}: {_dump(inputs)}\n{words['output']}:")
-        return (Message("user", "\n\n".join(parts)),)
+        return _laid_out(parts, point(inputs.model_dump(mode="json"), block, language), inputs, language)
 
-    def request(self, inputs: In, language: Language, *, max_tokens: int | None = None) -> GenerateRequest:
+    def request(
+        self,
+        inputs: In,
+        language: Language,
+        block: SampleBlock | None = None,
+        *,
+        max_tokens: int | None = None,
+    ) -> GenerateRequest:
         params = GenerationParams(max_tokens=max_tokens or self.max_tokens, json_schema=self.json_schema())
-        return GenerateRequest(messages=self.render(inputs, language), params=params, tag=self.tag)
+        return GenerateRequest(messages=self.render(inputs, language, block), params=params, tag=self.tag)
 
     def _salvage(self, text: str, how: str) -> Out | ParseFailure:
         """A looping answer, stopped by a loop guard (`TorchJudgeConfig.loop_guard`) or at max_tokens: its
@@ -208,18 +234,21 @@ class ClassifyPromptSpec(Generic[In]):
     def tag(self) -> str:
         return f"{self.name}@{self.version}"
 
-    def render(self, inputs: In, language: Language) -> tuple[Message, ...]:
+    def render(self, inputs: In, language: Language, block: SampleBlock | None = None) -> tuple[Message, ...]:
         words = _LABELS[language]
         answer_with = _ANSWER_WITH[language].format(labels=", ".join(self.labels))
         parts = [self.instruction[language], answer_with]
-        for i, (x, label) in enumerate(self.examples.get(language, ()), start=1):
-            parts.append(f"{words['example']} {i}\n{words['input']}: {_dump(x)}\n{words['output']}: {label}")
-        parts.append(f"{words['now']}\n{words['input']}: {_dump(inputs)}\n{words['output']}:")
-        return (Message("user", "\n\n".join(parts)),)
+        laid = point(inputs.model_dump(mode="json"), block, language)
+        if laid is None:  # sample first has no examples (see prompts/layout.py)
+            for i, (x, label) in enumerate(self.examples.get(language, ()), start=1):
+                parts.append(
+                    f"{words['example']} {i}\n{words['input']}: {_dump(x)}\n{words['output']}: {label}"
+                )
+        return _laid_out(parts, laid, inputs, language)
 
-    def request(self, inputs: In, language: Language) -> ClassifyRequest:
+    def request(self, inputs: In, language: Language, block: SampleBlock | None = None) -> ClassifyRequest:
         return ClassifyRequest(
-            messages=self.render(inputs, language),
+            messages=self.render(inputs, language, block),
             labels=self.labels,
             answer_prefix=self.answer_prefix,
             tag=self.tag,

@@ -1,0 +1,262 @@
+"""The sample-first prompt layout: one preamble, the sample block, then the task and its own item.
+
+A sample's requests all read the same texts (its question, contexts, answer and reference) and differ in
+the task and in one small item (a statement, a context's number). Rendered task first, every prompt family
+carried its own copy of those texts after its instruction, so a prefix-caching server (vLLM, TorchJudge's
+prefix tree) computed a sample's contexts once per family: 12 metrics read them 5-8 times over. Rendered
+sample first, every request of a sample starts with the same tokens:
+
+    <preamble>                    the same for every request of a language: computed once per run
+    Sample: question, contexts,   the same for every request of the sample: computed once per sample
+            answer, reference
+    Task: instruction, format     the same for the requests of one prompt family and sample
+    Input: the item               each request's own tokens
+
+The block holds the sample's parts in that fixed order, all of them in every request of the sample (a block
+cut after the part a request needs would save nothing, as the sample's other requests compute the whole
+block anyway, and would make the task after it a different prefix for each cut). An input field whose text
+is one of the sample's parts is written as a pointer to it ("the answer in the sample above") instead of a
+second copy. Inputs that point to nothing (a list of statements judged against itself, texts from outside
+the sample) keep the task-first layout, and so does a prompt that must not see the rest of the sample:
+answer_relevancy writes a question from the answer alone, which the sample's own question in view would give
+away.
+
+Classify prompts drop their few-shot examples in this layout: the answer is read from the probabilities of
+the prompt's labels, so the examples no longer teach the format, and after the sample block they would be
+computed again for every sample. JSON prompts keep theirs (they teach the output's shape), after the task.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ascend_eval.text.language import Language
+
+LAYOUT = "sample-first@1"
+"""The layout's name, recorded in provenance: a change to it changes every prompt's text."""
+
+SAMPLE_FIRST_MIN_TOKENS = 256
+"""A sample whose texts are shorter than this (estimated tokens) keeps the task-first layout. Sample first,
+each prompt family's task text (instruction, format, examples: about 160 tokens on average over the twelve
+metrics' families) is computed once per sample instead of once per run, while the sample's texts are
+computed once instead of once per family that reads them (6-8 times with all twelve metrics). On a model of
+a prefix cache over the twelve metrics' requests the two cost the same at about 270 tokens of sample text:
+the bundled example's samples (about 140 tokens) cost 1.8x the task-first tokens sample first, generated
+samples with three contexts (about 670 tokens) 0.6x."""
+
+PREAMBLE: dict[Language, str] = {
+    "en": (
+        "You evaluate one sample of a retrieval-augmented question answering system. The sample comes "
+        "first: the user's question, the retrieved contexts, the system's answer and a reference answer, as "
+        "far as the task needs them. A task about the sample follows. Where the task's input names a part "
+        "of the sample, read that part above. Do only the task, and judge only from what it points to."
+    ),
+    "zh": (
+        "你负责评估检索增强问答系统的一个样本。先给出样本：用户的问题、检索到的上下文、系统的回答和参考答案"
+        "（只给出任务需要的部分）。之后是关于该样本的任务。任务输入中提到样本的某一部分时，请阅读上方样本中的"
+        "那一部分。只完成该任务，并且只根据任务指向的内容作出判断。"
+    ),
+}
+
+_WORDS: dict[Language, dict[str, str]] = {
+    "en": {
+        "sample": "### Sample",
+        "task": "### Task",
+        "question": "Question",
+        "context": "Context {k}",
+        "answer": "Answer",
+        "reference": "Reference answer",
+        "to_question": "the question in the sample above",
+        "to_contexts": "all the contexts in the sample above",
+        "to_context": "context {k} in the sample above",
+        "to_answer": "the answer in the sample above",
+        "to_reference": "the reference answer in the sample above",
+        "no_contexts": "(no contexts were retrieved)",
+    },
+    "zh": {
+        "sample": "### 样本",
+        "task": "### 任务",
+        "question": "问题",
+        "context": "上下文 {k}",
+        "answer": "回答",
+        "reference": "参考答案",
+        "to_question": "上方样本中的问题",
+        "to_contexts": "上方样本中的全部上下文",
+        "to_context": "上方样本中的上下文 {k}",
+        "to_answer": "上方样本中的回答",
+        "to_reference": "上方样本中的参考答案",
+        "no_contexts": "（没有检索到上下文）",
+    },
+}
+
+
+@dataclass(frozen=True)
+class SampleBlock:
+    """The texts of one sample that its requests share, and the pointers that stand for them."""
+
+    question: str = ""
+    contexts: tuple[str, ...] = ()
+    answer: str = ""
+    reference: str = ""
+
+    @classmethod
+    def of(cls, sample: Any) -> SampleBlock:
+        """The block of a `Sample` (its missing columns are empty)."""
+        return cls(
+            question=sample.user_input or "",
+            contexts=tuple(sample.retrieved_contexts or ()),
+            answer=sample.response or "",
+            reference=sample.reference or "",
+        )
+
+    @property
+    def pays_off(self) -> bool:
+        """Whether the sample's texts are long enough for the sample-first layout to compute fewer tokens
+        (`SAMPLE_FIRST_MIN_TOKENS`, estimated as UTF-8 bytes / 4: about right for English and Chinese).
+
+        >>> SampleBlock("Q?", ("short",), "A.", "R.").pays_off, SampleBlock("Q?", ("x" * 1100,)).pays_off
+        (False, True)
+        """
+        texts = (self.question, *self.contexts, self.answer, self.reference)
+        return sum(len(t.encode("utf-8")) for t in texts) / 4 >= SAMPLE_FIRST_MIN_TOKENS
+
+    def pointer(self, text: str, language: Language) -> str | None:
+        """The words that point to `text` when it is one of the sample's texts, else None.
+
+        >>> block = SampleBlock(question="Q?", contexts=("a", "b"), answer="A.", reference="R.")
+        >>> block.pointer("b", "en"), block.pointer("a\\nb", "en")
+        ('context 2 in the sample above', 'all the contexts in the sample above')
+        >>> block.pointer("R.", "zh")
+        '上方样本中的参考答案'
+        >>> block.pointer("something else", "en") is None, block.pointer("  ", "en") is None
+        (True, True)
+        """
+        if not text.strip():
+            return None
+        words = _WORDS[language]
+        if text == self.question:
+            return words["to_question"]
+        if self.contexts and text == "\n".join(self.contexts):
+            return words["to_contexts"]
+        for k, context in enumerate(self.contexts, start=1):
+            if text == context:
+                return words["to_context"].format(k=k)
+        if text == self.answer:
+            return words["to_answer"]
+        if text == self.reference:
+            return words["to_reference"]
+        return None
+
+    def pointers(self, language: Language) -> dict[str, str]:
+        """Each pointer this block writes, with the text it stands for."""
+        words = _WORDS[language]
+        table = {
+            words["to_question"]: self.question,
+            words["to_answer"]: self.answer,
+            words["to_reference"]: self.reference,
+            words["to_contexts"]: "\n".join(self.contexts),
+        }
+        for k, context in enumerate(self.contexts, start=1):
+            table[words["to_context"].format(k=k)] = context
+        return table
+
+    def render(self, language: Language) -> str:
+        """The preamble and the block (its empty parts left out), ending with a blank line."""
+        words = _WORDS[language]
+        lines = [PREAMBLE[language], "", words["sample"]]
+        if self.question.strip():
+            lines.append(f"{words['question']}: {self.question}")
+        if not self.contexts:
+            lines.append(f"{words['context'].format(k=1)}: {words['no_contexts']}")
+        for k, context in enumerate(self.contexts, start=1):
+            lines.append(f"{words['context'].format(k=k)}: {context}")
+        if self.answer.strip():
+            lines.append(f"{words['answer']}: {self.answer}")
+        if self.reference.strip():
+            lines.append(f"{words['reference']}: {self.reference}")
+        return "\n".join(lines) + "\n\n"
+
+
+def point(
+    data: dict[str, Any], block: SampleBlock | None, language: Language
+) -> tuple[str, dict[str, Any]] | None:
+    """The block text and `data` with the sample's texts written as pointers, or None when no field of
+    `data` is one of the sample's texts (the request then keeps the task-first layout).
+
+    >>> block = SampleBlock(question="Q?", contexts=("a", "b"), answer="A.", reference="R.")
+    >>> text, data = point({"context": "a\\nb", "statement": "x"}, block, "en")
+    >>> data
+    {'context': 'all the contexts in the sample above', 'statement': 'x'}
+    >>> text.rstrip().endswith("Context 2: b\\nAnswer: A.\\nReference answer: R.")
+    True
+    >>> point({"statements": ["x"]}, block, "en") is None
+    True
+    """
+    if block is None:
+        return None
+    out, pointed = dict(data), False
+    for key, value in data.items():
+        found = block.pointer(value, language) if isinstance(value, str) else None
+        if found is not None:
+            out[key], pointed = found, True
+    return (block.render(language), out) if pointed else None
+
+
+def task_heading(language: Language) -> str:
+    return _WORDS[language]["task"]
+
+
+def read_block(content: str) -> tuple[SampleBlock, Language] | None:
+    """The sample block of a rendered prompt and its language, or None for a task-first prompt.
+
+    For judges that answer by rules from the prompt's text (tests, benchmark servers): a sample text with a
+    line of its own that starts like one of the block's headings ("Answer: ...") is read as two parts.
+    """
+    for language, words in _WORDS.items():
+        start, end = content.find(f"\n{words['sample']}\n"), content.rfind(f"\n\n{words['task']}\n")
+        if start < 0 or end < start:
+            continue
+        body = content[start + len(words["sample"]) + 2 : end]
+        context = re.escape(words["context"].split("{k}")[0]) + r"\d+"
+        pattern = "|".join([re.escape(words["question"]), context, re.escape(words["answer"]),
+                            re.escape(words["reference"])])  # fmt: skip
+        found = {"question": "", "contexts": [], "answer": "", "reference": ""}
+        pieces = re.split(rf"^({pattern}): ", body, flags=re.MULTILINE)
+        for head, text in zip(pieces[1::2], pieces[2::2], strict=True):
+            text = text[:-1] if text.endswith("\n") else text
+            if head == words["question"]:
+                found["question"] = text
+            elif head == words["answer"]:
+                found["answer"] = text
+            elif head == words["reference"]:
+                found["reference"] = text
+            elif text != words["no_contexts"]:
+                found["contexts"].append(text)
+        block = SampleBlock(found["question"], tuple(found["contexts"]), found["answer"], found["reference"])
+        return block, language  # type: ignore[return-value]
+    return None
+
+
+def read_input(content: str) -> dict[str, Any]:
+    """The input of a rendered prompt (its last line that starts "Input: {"), with pointers into the
+    sample block replaced by the texts they stand for: what the prompt asks about, whichever layout it has.
+
+    >>> from ascend_eval.prompts import STATEMENT_SUPPORT, SupportInput
+    >>> block = SampleBlock(question="Q?", contexts=("a x", "b"), answer="A.", reference="R.")
+    >>> [message] = STATEMENT_SUPPORT.render(SupportInput(context="a x", statement="s"), "zh", block)
+    >>> read_input(message.content)
+    {'context': 'a x', 'statement': 's'}
+    """
+    markers = tuple(f"{words}: {{" for words in ("Input", "输入"))
+    line = next((x for x in reversed(content.splitlines()) if x.startswith(markers)), None)
+    if line is None:
+        raise ValueError("no input line in the prompt")
+    data = json.loads(line.split(": ", 1)[1])
+    read = read_block(content)
+    if read is None:
+        return data
+    table = read[0].pointers(read[1])
+    return {k: table.get(v, v) if isinstance(v, str) else v for k, v in data.items()}

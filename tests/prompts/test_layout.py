@@ -1,0 +1,217 @@
+"""The sample-first layout (prompts/layout.py): every request of a sample starts with the same preamble and
+sample block, the task and the item come after it, pointers stand for the sample's texts and read back to
+them, and a prefix cache computes far fewer tokens than with the task-first layout on the same requests."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import ascend_eval
+from ascend_eval.data import Sample
+from ascend_eval.engine import Backends, Engine
+from ascend_eval.metrics import PlanContext, metric_names, resolve_metrics
+from ascend_eval.models.base import ClassifyRequest, GenerateRequest
+from ascend_eval.models.judge.replay import ReplayJudge
+from ascend_eval.prompts import PROMPTS, STATEMENT_SUPPORT, STATEMENTS, StatementsInput, SupportInput
+from ascend_eval.prompts.layout import PREAMBLE, SampleBlock, read_block, read_input
+from benchmarks.datagen import generate
+from benchmarks.prefix_tokens import PrefixCache
+from tests.conftest import split_sentences
+
+EN = {
+    "user_input": "Who designed the Eiffel Tower, and when did it open?",
+    "retrieved_contexts": [
+        (
+            "The Eiffel Tower was designed by the engineering company of Gustave Eiffel. Its two senior "
+            "engineers, Maurice Koechlin and Emile Nouguier, drew the first sketch in 1884, and the "
+            "architect Stephen Sauvestre reworked the design, adding the decorative arches at the base."
+        ),
+        (
+            "The tower opened in March 1889 for the World's Fair in Paris, which marked the centenary of the "
+            "French Revolution.\nIt is 330 metres tall and was the tallest man-made structure in the world "
+            "until the Chrysler Building in New York was finished in 1930."
+        ),
+        (
+            "The Statue of Liberty was a gift from France to the United States. Its iron frame was designed "
+            "by Gustave Eiffel, and it was dedicated in New York Harbor in October 1886, three years before "
+            "the tower in Paris opened."
+        ),
+        (
+            "Visitors reach the top of the tower by lifts or by climbing the stairs to the second floor. The "
+            "tower is repainted every seven years, which takes about sixty tonnes of paint."
+        ),
+    ],
+    "response": "Gustave Eiffel's company designed it. It opened in 1889. It is made of gold.",
+    "reference": "The engineering company of Gustave Eiffel designed it, and it opened in March 1889.",
+}
+ZH = {
+    "user_input": "长城在哪里？",
+    "retrieved_contexts": [
+        (
+            "长城位于中国北方，东起河北山海关，西至甘肃嘉峪关，全长两万多公里。现存的长城大多修建于明朝，"
+            "用砖石砌成，沿线设有关隘、城台和烽火台，用来传递军情和抵御北方游牧民族的侵扰。"
+        ),
+        (
+            "故宫位于北京中轴线的中心，是明清两代的皇家宫殿，旧称紫禁城。它始建于明朝永乐四年，"
+            "占地约七十二万平方米，有大小宫殿七十多座，房屋九千余间，是世界上现存规模最大的木质结构古建筑群之一。"
+        ),
+        (
+            "黄河是中国第二长河，全长约五千四百六十四公里，发源于青海省巴颜喀拉山脉，流经九个省区，"
+            "最后在山东省东营市注入渤海。黄河中游流经黄土高原，河水含沙量很大，因此呈黄色。"
+        ),
+        "八达岭长城位于北京市延庆区，是明长城中保存最好、也最具代表性的一段，每年接待大量中外游客。",
+    ],
+    "response": "长城在中国北方。长城是用黄金建造的。",
+    "reference": "长城位于中国北方，东起山海关，西至嘉峪关。",
+}
+SHORT = {
+    "user_input": "Where is the Eiffel Tower?",
+    "retrieved_contexts": ["The Eiffel Tower is in Paris."],
+    "response": "It is in Paris.",
+    "reference": "Paris.",
+}
+
+
+class Recorder:
+    """A rule judge that keeps every request: statements are the sentences of the text asked about,
+    verdicts lean "yes"."""
+
+    def __init__(self) -> None:
+        self.sent: list[GenerateRequest | ClassifyRequest] = []
+
+    def generate(self, request: GenerateRequest) -> str:
+        self.sent.append(request)
+        data = read_input(request.messages[-1].content)
+        name = request.tag.split("@")[0]
+        if name == "statements":
+            return json.dumps({"statements": split_sentences(data["answer"])}, ensure_ascii=False)
+        if name == "entities":
+            return json.dumps({"entities": data["text"].split()[:3]}, ensure_ascii=False)
+        return json.dumps({"question": data["response"][:30], "noncommittal": 0}, ensure_ascii=False)
+
+    def classify(self, request: ClassifyRequest) -> list[float]:
+        self.sent.append(request)
+        return [0.3] * (len(request.labels) - 1) + [0.7]
+
+    def judge(self) -> ReplayJudge:
+        return ReplayJudge(self.generate, self.classify, model_id="layout-rules")
+
+
+def _sent(row: dict, ngram_embedder, language: str) -> list[GenerateRequest | ClassifyRequest]:
+    recorder = Recorder()
+    columns = {key: [value] for key, value in row.items()}
+    ascend_eval.evaluate(columns, metric_names(), judge=recorder.judge(), embedder=ngram_embedder,
+                         cache_dir=False, progress=False, language=language)  # fmt: skip
+    assert recorder.sent
+    return recorder.sent
+
+
+@pytest.mark.parametrize(("row", "language"), [(EN, "en"), (ZH, "zh")])
+def test_every_request_of_a_sample_starts_with_the_same_block(row, language, ngram_embedder):
+    sent = _sent(row, ngram_embedder, language)
+    block = SampleBlock.of(Sample(**row)).render(language)
+    assert block.startswith(PREAMBLE[language]) and all(c in block for c in row["retrieved_contexts"])
+    own_question = [r for r in sent if r.tag.startswith("response_question")]
+    others = [r for r in sent if not r.tag.startswith("response_question")]
+    assert own_question and len({r.tag.split("@")[0] for r in others}) >= 8
+    assert all(r.messages[-1].content.startswith(block) for r in others)
+    # answer_relevancy writes a question from the answer alone: the sample's own question is not in view
+    assert not any(row["user_input"] in r.messages[-1].content for r in own_question)
+    # each context appears once per request, in the block: the task's input points to it
+    for r in others:
+        assert all(r.messages[-1].content.count(c) == 1 for c in row["retrieved_contexts"])
+
+
+@pytest.mark.parametrize(("row", "language"), [(EN, "en"), (ZH, "zh")])
+def test_the_block_and_the_pointers_read_back_to_the_sample(row, language, ngram_embedder):
+    sample = Sample(**row)
+    for request in _sent(row, ngram_embedder, language):
+        content = request.messages[-1].content
+        read = read_block(content)
+        if request.tag.startswith("response_question"):
+            assert read is None
+            continue
+        assert read == (SampleBlock.of(sample), language)
+        data = read_input(content)
+        texts = [
+            sample.user_input,
+            sample.response,
+            sample.reference,
+            sample.joined_contexts,
+            *row["retrieved_contexts"],
+        ]
+        pointed = [v for v in data.values() if isinstance(v, str) and v in texts]
+        assert pointed, f"{request.tag} points to none of the sample's texts: {data}"
+        assert "in the sample above" not in json.dumps(data) and "上方样本" not in json.dumps(data)
+
+
+def test_a_short_sample_keeps_the_task_first_layout(ngram_embedder):
+    """Its texts cost less than the task text that sample first would compute again for it."""
+    assert SampleBlock.of(Sample(**EN)).pays_off and SampleBlock.of(Sample(**ZH)).pays_off
+    assert not SampleBlock.of(Sample(**SHORT)).pays_off
+    sent = _sent(SHORT, ngram_embedder, "en")
+    assert not any(read_block(r.messages[-1].content) for r in sent)
+    assert all(r.messages[-1].content.startswith(PROMPTS[r.tag].instruction["en"]) for r in sent)
+
+
+def test_an_input_that_names_no_sample_text_keeps_the_task_first_layout():
+    block = SampleBlock.of(Sample(**EN))
+    inputs = SupportInput(context="A text from elsewhere.", statement="It holds.")
+    assert STATEMENT_SUPPORT.render(inputs, "en", block) == STATEMENT_SUPPORT.render(inputs, "en")
+    content = STATEMENT_SUPPORT.render(inputs, "en")[0].content
+    assert content.startswith(STATEMENT_SUPPORT.instruction["en"]) and "Example 1" in content
+
+
+def test_classify_prompts_drop_their_examples_and_json_prompts_keep_them():
+    block = SampleBlock.of(Sample(**EN))
+    nli = STATEMENT_SUPPORT.render(SupportInput(context=EN["reference"], statement="s"), "en", block)
+    statements = STATEMENTS.render(
+        StatementsInput(question=EN["user_input"], answer=EN["response"]), "en", block
+    )
+    assert "Example 1" not in nli[0].content
+    assert "Example 1" in statements[0].content
+    assert statements[0].content.index("### Sample") < statements[0].content.index("Example 1")
+    assert (
+        nli[0]
+        .content.rstrip()
+        .endswith('Input: {"context": "the reference answer in the sample above", "statement": "s"}\nOutput:')
+    )
+
+
+def _requests(samples: list[Sample], block: bool) -> list[list[GenerateRequest | ClassifyRequest]]:
+    """Each sample's requests, every metric's plan run with and without the sample block."""
+    out = []
+    for sample in samples:
+        recorder = Recorder()
+        engine = Engine(Backends(judge=recorder.judge()))
+        metrics = [m for m in resolve_metrics(metric_names()) if m.name not in ("answer_similarity",)]
+        metrics = [m for m in metrics if "embedder" not in m.roles]
+        language = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in sample.user_input or "") else "en"
+        ctx = PlanContext(language, block=SampleBlock.of(sample) if block else None)
+        engine.run({m.name: m.plan(sample, ctx) for m in metrics})
+        out.append(recorder.sent)
+    return out
+
+
+def test_a_prefix_cache_computes_far_fewer_tokens_than_with_the_task_first_layout():
+    """The layout's reason to be, on a model of vLLM's prefix cache (blocks of 32 "tokens", here UTF-8 bytes),
+    for generated samples of the size of a real retrieval (three or five contexts, English and Chinese)."""
+    data = generate(6, seed=0, languages=("en", "zh"), k="mixed")
+    samples = [
+        Sample(user_input=q, retrieved_contexts=c, response=a, reference=r)
+        for q, c, a, r in zip(
+            data["question"], data["contexts"], data["answer"], data["ground_truth"], strict=True
+        )
+    ]
+    assert all(SampleBlock.of(s).pays_off for s in samples)
+    computed = {}
+    for block in (False, True):
+        cache = PrefixCache(32)
+        counts = [
+            sum(cache.compute(list(r.messages[-1].content.encode())) for r in sent)
+            for sent in _requests(samples, block)
+        ]
+        computed[block] = sum(counts[2:])  # the steady state: the first samples also compute the preambles
+    assert computed[True] < 0.6 * computed[False], computed
