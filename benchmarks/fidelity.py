@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
 """Judge agreement on labelled pairs: does a metric score the better member of each pair strictly higher?
 
-Pairs come from WikiEval (the RAGAS paper's set; read from the path given, never copied here) and from our
-own Chinese pairs (`benchmarks/data/fidelity_zh.jsonl`). Each pair is two samples that differ in one
-property; the metrics that probe it run in classify mode on both members, and a pair counts as right only
-when the first scores strictly higher than the second: a tie, or a NaN on either side, counts as wrong.
+Pairs come from WikiEval (the RAGAS paper's set; read from the path given, never copied here), from our
+first Chinese pairs (`benchmarks/data/fidelity_zh.jsonl`) and from the pairs written for the project in
+English and Chinese (`benchmarks/data/fidelity_pairs_{en,zh}.jsonl`, ten per property and language). Each
+pair is two samples that differ in one property; the metrics that probe it run in classify mode on both
+members, and a pair counts as right only when the better member scores strictly better (higher, or lower
+for noise_sensitivity): a tie, or a NaN on either side, counts as wrong.
 
 * faithfulness: the answer vs an ungrounded answer, same contexts (faithfulness, nv_response_groundedness);
 * answer_relevance: the answer vs a poor (incomplete, off-question) answer (answer_relevancy);
-* context_relevance: focused contexts vs the same padded (context_precision, context_utilization,
-  nv_context_relevance).
+* context_relevance: focused contexts vs the same padded or off-topic (context_precision,
+  context_utilization, nv_context_relevance);
+* answer_correctness: an answer that agrees with the reference vs one that contradicts it on a key fact
+  (answer_correctness, nv_accuracy, answer_similarity);
+* context_recall: contexts holding every fact of the reference vs contexts missing one or two
+  (context_recall, context_entity_recall);
+* noise_sensitivity: the same contexts with one noisy passage, an answer that ignores the noise vs one
+  that repeats it (noise_sensitivity, where lower is better).
 
 The answer doubles as the reference where a metric needs one. WikiEval rows are taken shortest first
 (by the longest text of the row) so that a run fits a CPU; `--rows` sets how many per property.
@@ -34,11 +42,19 @@ from typing import Any
 import ascend_eval
 
 ZH_PAIRS = Path(__file__).parent / "data" / "fidelity_zh.jsonl"
+PROJECT_PAIRS = tuple(
+    Path(__file__).parent / "data" / f"fidelity_pairs_{lang}.jsonl" for lang in ("en", "zh")
+)
 METRICS = {
     "faithfulness": ("faithfulness", "nv_response_groundedness"),
     "answer_relevance": ("answer_relevancy",),
     "context_relevance": ("context_precision", "context_utilization", "nv_context_relevance"),
+    "answer_correctness": ("answer_correctness", "nv_accuracy", "answer_similarity"),
+    "context_recall": ("context_recall", "context_entity_recall"),
+    "noise_sensitivity": ("noise_sensitivity",),
 }
+LOWER_IS_BETTER = frozenset({"noise_sensitivity"})
+SOURCES = ("wikieval", "zh", "project-en", "project-zh")
 
 
 def _strip(text: str, prefix: str) -> str:
@@ -94,6 +110,26 @@ def zh_pairs(path: Path) -> list[dict[str, Any]]:
     return pairs
 
 
+def project_pairs(path: Path) -> list[dict[str, Any]]:
+    """The pairs written for the project: each line holds the question, the reference and two members
+    (response and retrieved_contexts) that differ in the line's property."""
+    pairs = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if r["property"] not in METRICS:
+            raise ValueError(f"{path.name}: {r['id']}: unknown property {r['property']!r}")
+        members = {
+            side: _sample(r["question"], r[side]["retrieved_contexts"], r[side]["response"], r["reference"])
+            for side in ("better", "worse")
+        }
+        source = f"project-{r['language']}"
+        pairs.append({"source": source, "language": r["language"], "id": r["id"], "property": r["property"],
+                      **members})  # fmt: skip
+    return pairs
+
+
 def _columns(samples: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
     return {key: [s[key] for s in samples] for key in samples[0]}
 
@@ -116,7 +152,9 @@ def score_pairs(
             )  # fmt: skip
             n = len(subset)
             for metric in metrics:
-                scores = result[metric]
+                # a metric with settings is a column such as "noise_sensitivity(mode=relevant)"
+                column = next(c for c in result.metrics if c == metric or c.startswith(f"{metric}("))
+                scores = result[column]
                 for i, pair in enumerate(subset):
                     pair.setdefault("scores", {})[metric] = [scores[i], scores[n + i]]
             took = time.perf_counter() - started
@@ -124,9 +162,11 @@ def score_pairs(
     return pairs
 
 
-def right(better: float, worse: float) -> bool:
-    """Strictly higher; a tie or a NaN on either side is wrong."""
-    return not math.isnan(better) and not math.isnan(worse) and better > worse
+def right(better: float, worse: float, metric: str = "") -> bool:
+    """Strictly better (higher; lower for `LOWER_IS_BETTER`); a tie or a NaN on either side is wrong."""
+    if math.isnan(better) or math.isnan(worse):
+        return False
+    return better < worse if metric in LOWER_IS_BETTER else better > worse
 
 
 def accuracy(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -134,7 +174,7 @@ def accuracy(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for prop, metrics in METRICS.items():
         for metric in metrics:
-            for source in ("wikieval", "zh", "all"):
+            for source in (*SOURCES, "all"):
                 scored = [p for p in pairs if p["property"] == prop and metric in p.get("scores", {})]
                 scored = [p for p in scored if source in ("all", p["source"])]
                 if not scored:
@@ -142,7 +182,7 @@ def accuracy(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 pair_scores = [p["scores"][metric] for p in scored]
                 rows.append({
                     "metric": metric, "source": source, "pairs": len(scored),
-                    "right": sum(right(b, w) for b, w in pair_scores),
+                    "right": sum(right(b, w, metric) for b, w in pair_scores),
                     "ties": sum(b == w for b, w in pair_scores),
                     "nan": sum(math.isnan(b) or math.isnan(w) for b, w in pair_scores),
                 })  # fmt: skip
@@ -168,7 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wikieval", type=Path, default=None, help="path to WikiEval.csv")
     parser.add_argument("--rows", type=int, default=10, help="WikiEval pairs per property")
     parser.add_argument("--zh", type=Path, default=ZH_PAIRS, help="our Chinese pairs (JSON lines)")
-    parser.add_argument("--no-zh", action="store_true")
+    parser.add_argument("--no-zh", action="store_true", help="leave out the first Chinese pairs")
+    parser.add_argument(
+        "--pairs", type=Path, nargs="*", default=list(PROJECT_PAIRS),
+        help="the project's pair files (default: English and Chinese); none with an empty list",
+    )  # fmt: skip
     parser.add_argument("--properties", nargs="+", default=list(METRICS), choices=list(METRICS))
     parser.add_argument("--judge", required=True, help="a judge: shipped name, directory or .gguf")
     parser.add_argument("--embedder", default="multilingual-e5-small")
@@ -185,9 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     pairs = wikieval_pairs(args.wikieval, args.rows) if args.wikieval else []
     if not args.no_zh:
         pairs += zh_pairs(args.zh)
+    for path in args.pairs:
+        pairs += project_pairs(path)
     pairs = [p for p in pairs if p["property"] in args.properties]
     if not pairs:
-        raise SystemExit("no pairs: pass --wikieval PATH and/or keep the Chinese pairs")
+        raise SystemExit("no pairs: pass --wikieval PATH, --pairs FILES and/or keep the Chinese pairs")
     from ascend_eval.models.factory import resolve
     from ascend_eval.models.spec import ModelSpec
 

@@ -8,7 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.fidelity import ZH_PAIRS, accuracy, right, score_pairs, table, wikieval_pairs, zh_pairs
+from benchmarks.fidelity import (
+    METRICS,
+    PROJECT_PAIRS,
+    ZH_PAIRS,
+    accuracy,
+    project_pairs,
+    right,
+    score_pairs,
+    table,
+    wikieval_pairs,
+    zh_pairs,
+)
 
 
 def test_our_chinese_pairs_cover_each_property():
@@ -22,6 +33,43 @@ def test_our_chinese_pairs_cover_each_property():
 
 def test_ties_and_nan_count_as_wrong():
     assert right(0.9, 0.1) and not right(0.5, 0.5) and not right(math.nan, 0.1) and not right(0.9, math.nan)
+
+
+def test_lower_is_better_for_noise_sensitivity():
+    assert right(0.0, 0.5, "noise_sensitivity") and not right(0.5, 0.0, "noise_sensitivity")
+    assert not right(0.2, 0.2, "noise_sensitivity") and right(0.5, 0.0, "faithfulness")
+
+
+@pytest.mark.parametrize("path", PROJECT_PAIRS, ids=lambda p: p.name)
+def test_the_projects_pairs_cover_every_property_ten_times_and_differ_only_where_they_should(path):
+    pairs = project_pairs(path)
+    language = path.stem.rsplit("_", 1)[-1]
+    assert len(pairs) == 60 and {p["language"] for p in pairs} == {language}
+    assert len({p["id"] for p in pairs}) == 60
+    for prop in METRICS:
+        assert sum(p["property"] == prop for p in pairs) == 10, prop
+    same_contexts = {"faithfulness", "answer_relevance", "answer_correctness", "noise_sensitivity"}
+    for p in pairs:
+        better, worse = p["better"], p["worse"]
+        assert better["user_input"] == worse["user_input"] and better["reference"] == worse["reference"]
+        if p["property"] in same_contexts:
+            assert better["retrieved_contexts"] == worse["retrieved_contexts"], p["id"]
+            assert better["response"] != worse["response"], p["id"]
+        else:
+            assert better["response"] == worse["response"], p["id"]
+            assert better["retrieved_contexts"] != worse["retrieved_contexts"], p["id"]
+
+
+def test_rule_judge_scores_the_projects_pairs_end_to_end(rule_judge, ngram_embedder):
+    pairs = [
+        p for p in project_pairs(PROJECT_PAIRS[0]) if p["property"] in ("faithfulness", "noise_sensitivity")
+    ]
+    pairs = pairs[:2] + pairs[-2:]
+    rows = accuracy(score_pairs(pairs, rule_judge, ngram_embedder, False))
+    by = {(r["metric"], r["source"]): r for r in rows}
+    assert by[("faithfulness", "project-en")]["pairs"] == 2
+    assert by[("noise_sensitivity", "project-en")]["pairs"] == 2
+    assert "| noise_sensitivity | 2 project-en |" in table(rows)
 
 
 def test_rule_judge_scores_faithfulness_pairs_end_to_end(rule_judge, ngram_embedder):
