@@ -73,7 +73,7 @@ def tiny_llama_dir(tmp_path_factory: pytest.TempPathFactory, smollm2_tokenizer_d
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=4,
-        max_position_embeddings=1024,
+        max_position_embeddings=4096,  # a sample-first prompt of two generated samples is ~3,200 tokens
         # Larger than the usual 0.02 so that random logits have clear maxima: greedy parity between batch
         # shapes then does not hinge on near-ties in the last float bit.
         initializer_range=0.3,

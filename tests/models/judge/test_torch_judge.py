@@ -130,8 +130,8 @@ def test_config_rejects_missing_model(tmp_path: Path) -> None:
 
 
 def test_max_model_len_beyond_model_is_an_error(tiny_llama_dir: Path) -> None:
-    with pytest.raises(ConfigError, match="max_position_embeddings=1024"):
-        TorchJudge(TorchJudgeConfig(model=tiny_llama_dir, device="cpu", max_model_len=4096))
+    with pytest.raises(ConfigError, match="max_position_embeddings=4096"):
+        TorchJudge(TorchJudgeConfig(model=tiny_llama_dir, device="cpu", max_model_len=8192))
 
 
 def test_batched_greedy_equals_one_at_a_time(judge: TorchJudge) -> None:
