@@ -121,17 +121,17 @@ def _dump(model: BaseModel) -> str:
 def _laid_out(
     parts: list[str], laid: tuple[str, dict[str, object]] | None, inputs: BaseModel, language: Language
 ) -> tuple[Message, ...]:
-    """The one message of a prompt: `parts` (instruction, format, examples), then the input. `laid` is
-    what `layout.point` made of the input: sample first where it points into the sample, else task first,
-    with the input as it is."""
+    """The one message of a prompt: `parts` (instruction, format, then any examples), then the input.
+    `laid` is what `layout.point` made of the input: sample first where it points into the sample, else
+    task first, with the input as it is. "Now the real input" follows examples."""
     words = _LABELS[language]
     if laid is None:
         item = f"{words['input']}: {_dump(inputs)}\n{words['output']}:"
         return (Message("user", "\n\n".join([*parts, f"{words['now']}\n{item}"])),)
     head, data = laid
     item = f"{words['input']}: {json.dumps(data, ensure_ascii=False)}\n{words['output']}:"
-    examples = len(parts) > 2  # after the instruction and the format line
-    task = "\n\n".join([*parts, f"{words['now']}\n{item}" if examples else item])
+    has_examples = len(parts) > 2  # the instruction and the format line come first
+    task = "\n\n".join([*parts, f"{words['now']}\n{item}" if has_examples else item])
     return (Message("user", f"{head}{task_heading(language)}\n{task}"),)
 
 
