@@ -27,7 +27,6 @@ from ascend_eval.models.errors import ConfigError, OutputError
 from ascend_eval.models.factory import ModelArg, check, resolve_models
 from ascend_eval.models.lazy import is_loaded, runtime_of
 from ascend_eval.models.spec import Backend
-from ascend_eval.prompts.layout import LAYOUT, SAMPLE_FIRST_MIN_TOKENS
 from ascend_eval.results import EvaluationResult, check_output_dir
 from ascend_eval.streaming.local import open_cache, score_samples
 from ascend_eval.streaming.sink import FileSink, MemorySink
@@ -369,7 +368,6 @@ def _provenance(
         "language": language,
         "ragas_compat": ragas_compat,
         "judge_mode": judge_mode,
-        "prompt_layout": {"name": LAYOUT, "sample_first_min_tokens": SAMPLE_FIRST_MIN_TOKENS},
         "decoding": {"temperature": 0.0, "seed": GenerationParams().seed},
         "dataset": {"source": source, "samples": count},
         "devices": devices,

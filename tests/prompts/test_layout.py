@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-import ascend_eval
 from ascend_eval.data import Sample
 from ascend_eval.engine import Backends, Engine
 from ascend_eval.metrics import PlanContext, metric_names, resolve_metrics
@@ -100,10 +99,13 @@ class Recorder:
 
 
 def _sent(row: dict, ngram_embedder, language: str) -> list[GenerateRequest | ClassifyRequest]:
+    """Every request the twelve metrics send for `row`, rendered sample first where the sample pays off."""
     recorder = Recorder()
-    columns = {key: [value] for key, value in row.items()}
-    ascend_eval.evaluate(columns, metric_names(), judge=recorder.judge(), embedder=ngram_embedder,
-                         cache_dir=False, progress=False, language=language)  # fmt: skip
+    sample = Sample(**row)
+    engine = Engine(Backends(judge=recorder.judge(), embedder=ngram_embedder))
+    block = SampleBlock.of(sample)
+    ctx = PlanContext(language, block=block if block.pays_off else None)  # type: ignore[arg-type]
+    engine.run({m.name: m.plan(sample, ctx) for m in resolve_metrics(metric_names())})
     assert recorder.sent
     return recorder.sent
 
