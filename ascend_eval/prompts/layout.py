@@ -35,9 +35,6 @@ from typing import Any
 
 from ascend_eval.text.language import Language
 
-LAYOUT = "sample-first@1"
-"""The layout's name, recorded in provenance: a change to it changes every prompt's text."""
-
 SAMPLE_FIRST_MIN_TOKENS = 256
 """A sample whose texts are shorter than this (estimated tokens) keeps the task-first layout. Sample first,
 each prompt family's task text (instruction, format, examples: about 160 tokens on average over the twelve

@@ -91,7 +91,7 @@ def score_samples(
             # Task first for now: sample first (prompts/layout.py) computes 0.45x the prompt tokens, but on
             # WikiEval with the Qwen judge it lost faithfulness pairs (9 of 10 right -> 4) and one
             # nv_context_relevance pair, so it stays off until a layout passes the fidelity check.
-            ctx = PlanContext(lang, ragas_compat, judge_mode, block=None)  # type: ignore[arg-type]
+            ctx = PlanContext(lang, ragas_compat, judge_mode)  # type: ignore[arg-type]
             collector.expect(i, sample, lang)
             for m in metrics:
                 yield (i, m.name), m.plan(sample, ctx)
