@@ -154,3 +154,55 @@ def test_a_killed_evaluation_resumes_from_its_cache(rule_judge, tmp_path):
     assert rounds[0].cache_hits == 16 and rounds[0].sent == 0
     assert [kind for kind, _ in rule_judge.calls] == ["classify"]
     assert result.aggregates()[0]["count"] == 16
+
+
+def test_calibration_and_scoring_are_checked_before_any_model_loads(rule_judge):
+    for kwargs, match in [
+        ({"calibration": "platt"}, "calibration="),
+        ({"calibration": "anchored", "ragas_compat": True}, "ragas_compat"),
+        ({"calibration": "content_free", "judge_mode": "generate"}, "generate mode"),
+        ({"scoring": "soft"}, "scoring="),
+        ({"scoring": "expected", "judge_mode": "generate"}, "classify"),
+    ]:
+        with pytest.raises(ConfigError, match=match):
+            ascend_eval.evaluate("bilingual-example", ["faithfulness"], judge=rule_judge, **kwargs)
+    assert rule_judge.calls == []
+
+
+def test_calibration_auto_is_anchored_and_recorded(rule_judge, tmp_path):
+    data = {
+        "user_input": ["Where is the tower?"],
+        "retrieved_contexts": [["The tower is in Paris. It opened in 1889."]],
+        "response": ["The tower is in Paris. It is 500 metres tall."],
+    }
+    plain = ascend_eval.evaluate(data, ["faithfulness"], judge=rule_judge, cache_dir=False, progress=False)
+    assert plain.provenance["calibration"] == "off"  # the default, for now
+    rule_judge.calls.clear()
+    run = ascend_eval.evaluate(
+        data, ["faithfulness"], judge=rule_judge, cache_dir=tmp_path, progress=False, calibration="auto"
+    )
+    assert run.provenance["calibration"] == "anchored" and run.provenance["scoring"] == "threshold"
+    # The rule judge answers 0.9 or 0.2, so its anchors put the threshold at their log-odds midpoint.
+    threshold = run.rows(details=True)[0]["faithfulness_details"]["calibration"]["threshold"]
+    odds = (0.9 / 0.1 * 0.2 / 0.8) ** 0.5
+    assert threshold == pytest.approx(odds / (1 + odds), abs=1e-6)  # 0.6
+    assert run["faithfulness"] == [0.5]
+    asked = sum(n for kind, n in rule_judge.calls if kind == "classify")
+    assert asked == 2 + 6  # two statements, three yes-anchors and three no-anchors
+
+    compat = ascend_eval.evaluate(
+        data, ["faithfulness"], judge=rule_judge, cache_dir=tmp_path, progress=False, ragas_compat=True,
+        calibration="auto",
+    )  # fmt: skip
+    assert (
+        compat.provenance["calibration"] == "off"
+        and "calibration" not in compat.rows(details=True)[0]["faithfulness_details"]
+    )
+    expected = ascend_eval.evaluate(
+        data, ["faithfulness"], judge=rule_judge, cache_dir=tmp_path, progress=False, scoring="expected"
+    )
+    p = expected.rows(details=True)[0]["faithfulness_details"]["p_supported"]
+    assert (
+        expected["faithfulness"] == [pytest.approx(sum(p) / 2)]
+        and expected.provenance["scoring"] == "expected"
+    )

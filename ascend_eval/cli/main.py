@@ -189,6 +189,17 @@ def _add_evaluate(sub: Any) -> None:
         choices=["classify", "generate"],
         help="verdicts from next-token probabilities (classify, default) or as JSON with reasons (generate)",
     )
+    ev.add_argument(
+        "--calibration",
+        choices=["auto", "anchored", "content_free", "off"],
+        help="calibrate classify-mode yes/no verdicts to the judge (default off; auto: anchored, off under "
+        "--ragas-compat or in generate mode)",
+    )
+    ev.add_argument(
+        "--scoring",
+        choices=["threshold", "expected"],
+        help="count verdicts as yes/no (threshold, default) or score by their expected value (expected)",
+    )
     ev.add_argument("--column-map", nargs="+", metavar="OURS=THEIRS", help="e.g. user_input=query")
     ev.add_argument(
         "--chunk-size",

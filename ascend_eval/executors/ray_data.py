@@ -66,7 +66,10 @@ RAY_INSTALL = "pip install 'ascend-eval[ray]'"
 
 ARGUMENTS = {"judge": "judge", "embedder": "embedder", "reranker": "cross_encoder"}
 """Role -> the evaluate() keyword argument that gives its model."""
-SETTINGS = ("cache_dir", "language", "ragas_compat", "judge_mode", "chunk_size", "dedupe", "memory_budget")
+SETTINGS = (
+    "cache_dir", "language", "ragas_compat", "judge_mode", "calibration", "scoring", "chunk_size", "dedupe",
+    "memory_budget",
+)  # fmt: skip
 """The evaluate() keyword arguments each actor passes on as they are (the models it builds itself)."""
 ENDPOINT_PARALLELISM = next(f.default for f in dataclasses.fields(EndpointConfig) if f.name == "parallelism")
 """Requests in flight at an embedding or ranking server by default (a judge's is `JUDGE_PARALLELISM`)."""

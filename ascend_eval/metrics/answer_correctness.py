@@ -38,6 +38,7 @@ import numpy as np
 from ascend_eval.data import Column, Sample
 from ascend_eval.metrics.answer_similarity import cosine
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext, RoleName
+from ascend_eval.metrics.verdicts import Asked
 from ascend_eval.models.base import ClassifyResult, EmbedRequest, GenerateRequest
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.prompts.base import ParseFailure
@@ -68,6 +69,21 @@ def fbeta_score(tp: int, fp: int, fn: int, beta: float = 1.0) -> float:
         return 0.0
     beta_squared = beta**2
     return (1 + beta_squared) * (precision * recall) / ((beta_squared * precision) + recall)
+
+
+def expected_fbeta(p_supported: Sequence[float], p_covered: Sequence[float], beta: float = 1.0) -> float:
+    """F-beta of the expected counts (`scoring="expected"`): TP = sum of p(response statement supported
+    by the reference), FP = the rest of the response statements, FN = sum of p(reference statement not
+    covered by the response). This is F-beta at the expected counts, an approximation of the expected
+    F-beta (a ratio of counts has no closed-form expectation); it equals `fbeta_score` on hard verdicts.
+
+    >>> expected_fbeta([1.0, 1.0, 0.0], [1.0, 0.0]) == fbeta_score(2, 1, 1)
+    True
+    >>> round(expected_fbeta([0.9, 0.5], [0.8]), 6)  # TP 1.4, FP 0.6, FN 0.2: 1.4 / (1.4 + 0.4)
+    0.777778
+    """
+    tp = sum(p_supported)
+    return fbeta_score(tp, len(p_supported) - tp, sum(1 - p for p in p_covered), beta)  # type: ignore[arg-type]
 
 
 def weighted_score(factuality: float, similarity: float, weights: Sequence[float]) -> float:
@@ -177,25 +193,29 @@ class AnswerCorrectness(Metric):
             # keeps links between claims that splitting loses. This also makes the a-vs-reference requests
             # identical to noise_sensitivity's, so the engine runs them once.
             pairs = [(reference, a) for a in answer] + [(response, g) for g in truth]
-            results: list[ClassifyResult] = yield [
-                STATEMENT_SUPPORT.request(SupportInput(context=text, statement=s), ctx.language, ctx.block)
-                for text, s in pairs
-            ]
-            verdicts = STATEMENT_SUPPORT.parse_all(results)
+            asked = Asked(STATEMENT_SUPPORT, [SupportInput(context=t, statement=s) for t, s in pairs], ctx)
+            results: list[ClassifyResult] = yield asked.requests
+            verdicts = asked.read_all(results)
             if isinstance(verdicts, ParseFailure):
                 return MetricResult.nan(verdicts.reason, raw=verdicts.raw, **details)
             supported, covered = verdicts[: len(answer)], verdicts[len(answer) :]
             tp = sum(v.holds for v in supported)
             fp = len(supported) - tp
             fn = sum(not v.holds for v in covered)
-            factuality = fbeta_score(tp, fp, fn, self.beta)
             details |= {
                 "p_response_supported": [round(v.p_positive, 6) for v in supported],
                 "p_reference_covered": [round(v.p_positive, 6) for v in covered],
                 "tp": tp,
                 "fp": fp,
                 "fn": fn,
+                **asked.details(),
             }
+            if ctx.scoring == "expected":
+                factuality = expected_fbeta(
+                    [v.p_positive for v in supported], [v.p_positive for v in covered], self.beta
+                )
+            else:
+                factuality = fbeta_score(tp, fp, fn, self.beta)
         else:
             request = CORRECTNESS.request(
                 CorrectnessInput(question=question, response_statements=answer, reference_statements=truth),

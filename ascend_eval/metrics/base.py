@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from ascend_eval.data import Column, Sample
 from ascend_eval.models.base import Request
+from ascend_eval.prompts.calibration import Method
 from ascend_eval.prompts.layout import SampleBlock
 from ascend_eval.text.language import Language
 
@@ -44,6 +45,8 @@ class MetricResult:
 
 
 JudgeMode = Literal["classify", "generate"]
+Scoring = Literal["threshold", "expected"]
+SCORINGS: tuple[Scoring, ...] = ("threshold", "expected")
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,12 @@ class PlanContext:
     block: SampleBlock | None = None
     """The sample's texts, which its prompts are rendered after (`prompts/layout.py`); None renders them
     task first."""
+    calibration: Method | None = None
+    """How yes/no verdicts are calibrated in classify mode (`prompts/calibration.py`); None: read as they
+    come, against `VERDICT_THRESHOLD`."""
+    scoring: Scoring = "threshold"
+    """"threshold": each verdict counts as yes or no, as RAGAS counts them. "expected": a verdict-based
+    score is its expected value under the verdict probabilities (`docs/metrics.md`, "Expected scores")."""
 
 
 Plan = Generator[Sequence[Request], list[Any], MetricResult]

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from ascend_eval.data import Column, Sample
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
+from ascend_eval.metrics.verdicts import Asked
 from ascend_eval.models.base import ClassifyResult
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.context_usefulness import CONTEXT_USEFUL, CONTEXT_USEFUL_VERDICT, UsefulnessInput
@@ -65,6 +66,48 @@ def average_precision(verdicts: Sequence[int], *, eps: float = 0.0) -> float:
     return numerator / denominator
 
 
+def expected_average_precision(p_useful: Sequence[float]) -> float:
+    """The expected average precision when context k is useful with probability p_k, independently
+    (`scoring="expected"`), computed exactly; NaN for an empty ranking.
+
+    AP = sum_k v_k * C_k / (k * S), with C_k the useful contexts among the first k and S all of them (AP
+    is 0 when S is 0). For each k, C_k = 1 + A and S = 1 + A + B given v_k = 1, where A counts the useful
+    contexts before k and B those after: independent Poisson-binomial counts, so
+    E[AP] = sum_k p_k / k * sum_{a,b} P(A=a) P(B=b) (1 + a) / (1 + a + b), O(n^3) for n contexts.
+
+    >>> expected_average_precision([1.0, 0.0, 1.0]) == average_precision([1, 0, 1])
+    True
+    >>> expected_average_precision([0.5])  # useful half the time: AP 1 or 0
+    0.5
+    >>> round(expected_average_precision([0.5, 0.5]), 6)  # (1 + 1 + 0.5 + 0) / 4 over the four outcomes
+    0.625
+    >>> expected_average_precision([])
+    nan
+    """
+    n = len(p_useful)
+    if n == 0:
+        return math.nan
+    total = 0.0
+    for k in range(n):
+        before, after = _count_distribution(p_useful[:k]), _count_distribution(p_useful[k + 1 :])
+        inner = sum(
+            pa * pb * (1 + a) / (1 + a + b) for a, pa in enumerate(before) for b, pb in enumerate(after)
+        )
+        total += p_useful[k] / (k + 1) * inner
+    return total
+
+
+def _count_distribution(p: Sequence[float]) -> list[float]:
+    """P(exactly c of the independent events with probabilities `p` happen), c = 0..len(p)."""
+    dist = [1.0]
+    for q in p:
+        dist = [
+            (dist[c] if c < len(dist) else 0.0) * (1 - q) + (dist[c - 1] * q if c else 0.0)
+            for c in range(len(dist) + 1)
+        ]
+    return dist
+
+
 def _first_failure(parsed: Sequence[object]) -> MetricResult | None:
     """NaN for the first context whose verdict cannot be read, with its rank (1 = best), or None."""
     for rank, p in enumerate(parsed, start=1):
@@ -92,14 +135,18 @@ class _ContextUsefulness(Metric):
         ]
         details: dict[str, Any] = {}
         if ctx.judge_mode == "classify":
-            results: list[ClassifyResult] = yield [
-                CONTEXT_USEFUL.request(x, ctx.language, ctx.block) for x in inputs
-            ]
-            useful = [CONTEXT_USEFUL.parse(r) for r in results]
+            asked = Asked(CONTEXT_USEFUL, inputs, ctx)
+            results: list[ClassifyResult] = yield asked.requests
+            useful = asked.read(results)
             if (failed := _first_failure(useful)) is not None:
                 return failed
-            verdicts = [int(v.holds) for v in useful]  # type: ignore[union-attr]
-            details["p_useful"] = [round(v.p_positive, 6) for v in useful]  # type: ignore[union-attr]
+            p_useful = [v.p_positive for v in useful]  # type: ignore[union-attr]
+            details["verdicts"] = [int(v.holds) for v in useful]  # type: ignore[union-attr]
+            details["p_useful"] = [round(p, 6) for p in p_useful]
+            details |= asked.details()
+            if ctx.scoring == "expected":
+                return MetricResult(expected_average_precision(p_useful), details=details)
+            return MetricResult(average_precision(details["verdicts"], eps=eps), details=details)
         else:
             raws = yield [CONTEXT_USEFUL_VERDICT.request(x, ctx.language, ctx.block) for x in inputs]
             parsed = [CONTEXT_USEFUL_VERDICT.parse(r) for r in raws]

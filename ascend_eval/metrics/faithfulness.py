@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ascend_eval.data import Column, Sample
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
+from ascend_eval.metrics.verdicts import Asked
 from ascend_eval.models.base import ClassifyResult, GenerateResult
 from ascend_eval.prompts.base import VERDICT_THRESHOLD, ParseFailure
 from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SupportInput
@@ -31,23 +32,34 @@ def supported_ratio(p_supported: Sequence[float], *, threshold: float = VERDICT_
     return sum(p > threshold for p in p_supported) / len(p_supported)
 
 
+def expected_supported_ratio(p_supported: Sequence[float]) -> float:
+    """The expected share of supported statements when each verdict is yes with its probability: the mean
+    probability (`scoring="expected"`); NaN for no statements.
+
+    >>> expected_supported_ratio([0.9, 0.2, 0.7, 0.6])
+    0.6
+    >>> expected_supported_ratio([])
+    nan
+    """
+    return sum(p_supported) / len(p_supported) if p_supported else math.nan
+
+
 def supported_share(text: str, statements: list[str], ctx: PlanContext) -> Plan:
     """Sub-plan: one support verdict per statement against `text`; the score is the share supported.
 
     faithfulness (response statements vs the contexts) and context_recall (reference statements vs the
     contexts) both end this way, and their identical requests are answered once.
     """
-    results: list[ClassifyResult] = yield [
-        STATEMENT_SUPPORT.request(SupportInput(context=text, statement=s), ctx.language, ctx.block)
-        for s in statements
-    ]
-    verdicts = STATEMENT_SUPPORT.parse_all(results)
+    asked = Asked(STATEMENT_SUPPORT, [SupportInput(context=text, statement=s) for s in statements], ctx)
+    results: list[ClassifyResult] = yield asked.requests
+    verdicts = asked.read_all(results)
     if isinstance(verdicts, ParseFailure):
         return MetricResult.nan(verdicts.reason, raw=verdicts.raw, statements=statements)
     probs = [v.p_positive for v in verdicts]
+    score = expected_supported_ratio(probs) if ctx.scoring == "expected" else supported_ratio(probs)
     return MetricResult(
-        supported_ratio(probs),
-        details={"statements": statements, "p_supported": [round(p, 6) for p in probs]},
+        score,
+        details={"statements": statements, "p_supported": [round(p, 6) for p in probs], **asked.details()},
     )
 
 

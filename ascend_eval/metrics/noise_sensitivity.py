@@ -5,12 +5,14 @@ Lower is better. Both modes build exactly the same requests, so computing both c
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from ascend_eval.data import Column, Sample
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
+from ascend_eval.metrics.verdicts import Asked
 from ascend_eval.models.base import ClassifyResult, GenerateResult
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.prompts.base import ParseFailure
@@ -98,6 +100,63 @@ def noise_sensitivity_score(
         hit = from_relevant if mode == "relevant" else from_irrelevant and not from_relevant
         counted += (not correct) and hit
     return counted / len(ref_supports_answer)
+
+
+EXACT_CONTEXTS = 12
+"""Up to this many contexts the expected score sums over every relevant/irrelevant split (2^k of them);
+above it, each context's relevance enters by its probability (a mean-field approximation)."""
+
+
+def expected_noise_sensitivity(
+    p_ctx_ref: Sequence[Sequence[float]],
+    p_ctx_answer: Sequence[Sequence[float]],
+    p_ref_answer: Sequence[float],
+    mode: Mode,
+) -> float:
+    """The expected `noise_sensitivity_score` when every verdict is yes with its probability, independently
+    (`scoring="expected"`). Same arguments as `noise_sensitivity_score`, as probabilities.
+
+    Given which contexts are relevant (a split R), the answer statements count independently: statement a
+    counts with probability (1 - p(reference supports a)) * P(hit | R), where for "relevant" P(hit) =
+    1 - prod_{c in R} (1 - p_ac), and for "irrelevant" it is (1 - prod_{c not in R} (1 - p_ac)) *
+    prod_{c in R} (1 - p_ac). The score's expectation is the sum over splits of P(R) times the mean over
+    statements, exact up to `EXACT_CONTEXTS` contexts.
+
+    >>> r2g, r2a, g2a = [[1.0, 0.0]], [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], [1.0, 0.0, 0.0]
+    >>> expected_noise_sensitivity(r2g, r2a, g2a, "relevant")  # hard verdicts: the hard score
+    0.3333333333333333
+    >>> round(expected_noise_sensitivity([[0.5]], [[1.0]], [0.0], "relevant"), 6)  # relevant half the time
+    0.5
+    >>> round(expected_noise_sensitivity([[0.5]], [[1.0]], [0.0], "irrelevant"), 6)
+    0.5
+    """
+    n_contexts = len(p_ctx_answer[0]) if p_ctx_answer else 0
+    if not p_ref_answer or n_contexts == 0:
+        return math.nan
+    p_relevant = [1 - math.prod(1 - row[c] for row in p_ctx_ref) for c in range(n_contexts)]
+
+    def wrong_and_hit(split: Sequence[float]) -> float:
+        """Mean over answer statements of P(counted), contexts relevant with probabilities `split`."""
+        total = 0.0
+        for row, p_correct in zip(p_ctx_answer, p_ref_answer, strict=True):
+            none_relevant = math.prod(1 - r * p for r, p in zip(split, row, strict=True))
+            none_irrelevant = math.prod(1 - (1 - r) * p for r, p in zip(split, row, strict=True))
+            hit = 1 - none_relevant if mode == "relevant" else (1 - none_irrelevant) * none_relevant
+            total += (1 - p_correct) * hit
+        return total / len(p_ref_answer)
+
+    if n_contexts > EXACT_CONTEXTS:
+        return wrong_and_hit(p_relevant)
+    expected = 0.0
+    for split in itertools.product((0.0, 1.0), repeat=n_contexts):
+        weight = math.prod(r if s else 1 - r for r, s in zip(p_relevant, split, strict=True))
+        if weight:
+            expected += weight * wrong_and_hit(split)
+    return expected
+
+
+def _columns_as_rows(columns: Sequence[Sequence[float]], n_rows: int) -> list[list[float]]:
+    return [[col[s] for col in columns] for s in range(n_rows)]
 
 
 def transpose(columns: Sequence[Sequence[bool]], n_rows: int) -> list[list[bool]]:
@@ -201,19 +260,30 @@ class NoiseSensitivity(Metric):
                     )
                 verdicts.append([bool(v.verdict) for v in parsed_verdicts.statements])
         else:
-            requests = [
-                STATEMENT_SUPPORT.request(SupportInput(context=text, statement=s), ctx.language, ctx.block)
-                for text, stmts in groups
-                for s in stmts
-            ]
-            answers: list[ClassifyResult] = yield requests
-            read = STATEMENT_SUPPORT.parse_all(answers)
+            inputs = [SupportInput(context=text, statement=s) for text, stmts in groups for s in stmts]
+            asked = Asked(STATEMENT_SUPPORT, inputs, ctx)
+            answers: list[ClassifyResult] = yield asked.requests
+            read = asked.read_all(answers)
             if isinstance(read, ParseFailure):
                 return MetricResult.nan(read.reason, raw=read.raw, **details)
             flat = iter(read)
             v_groups = [[next(flat) for _ in stmts] for _, stmts in groups]
             details["p_supported"] = [[round(v.p_positive, 6) for v in g] for g in v_groups]
+            details |= asked.details()
             verdicts = [[v.holds for v in g] for g in v_groups]
+            if ctx.scoring == "expected":
+                p_groups = [[v.p_positive for v in g] for g in v_groups]
+                k = len(contexts)
+                score = expected_noise_sensitivity(
+                    _columns_as_rows(p_groups[:k], len(ref_statements)),
+                    _columns_as_rows(p_groups[k : 2 * k], len(answer_statements)),
+                    p_groups[2 * k],
+                    self.mode,
+                )
+                details["relevant_contexts"] = relevant_contexts(
+                    transpose(verdicts[:k], len(ref_statements)), k
+                )
+                return MetricResult(score, details=details)
 
         k = len(contexts)
         ctx_supports_ref = transpose(verdicts[:k], len(ref_statements))

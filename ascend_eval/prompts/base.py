@@ -37,6 +37,7 @@ from ascend_eval.models.base import (
     repeats,
 )
 from ascend_eval.models.errors import BACKEND_ERROR
+from ascend_eval.prompts.calibration import Method, calibration_inputs
 from ascend_eval.prompts.layout import SampleBlock, point, task_heading
 from ascend_eval.text.language import Language
 
@@ -253,6 +254,11 @@ class ClassifyPromptSpec(Generic[In]):
             answer_prefix=self.answer_prefix,
             tag=self.tag,
         )
+
+    def calibration_requests(self, method: Method, language: Language) -> list[ClassifyRequest]:
+        """The requests whose answers place this yes/no prompt's threshold (`prompts/calibration.py`),
+        always task first: a sample block would put the sample's texts beside the anchors."""
+        return [self.request(x, language) for x in calibration_inputs(self.input, method, language)]
 
     def parse(self, result: ClassifyResult) -> Verdict | ParseFailure:
         """Check the judge's label probabilities and return them in this prompt's label order.

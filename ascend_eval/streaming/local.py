@@ -52,6 +52,8 @@ def score_samples(
     language: str = "auto",
     ragas_compat: bool = False,
     judge_mode: str = "classify",
+    calibration: str | None = None,
+    scoring: str = "threshold",
     chunk_size: int = 1024,
     dedupe: bool = True,
     progress: bool = False,
@@ -64,7 +66,8 @@ def score_samples(
 
     The samples are read as the engine starts their plans, and a plan is made only then: at most the
     engine's window of plans exists at once, so a stream of any length runs in bounded memory.
-    `language` is "auto" (per sample, by its share of Chinese characters), "en" or "zh".
+    `language` is "auto" (per sample, by its share of Chinese characters), "en" or "zh"; `calibration`
+    and `scoring` are `PlanContext`'s.
     """
     done = LocalRun()
 
@@ -91,7 +94,9 @@ def score_samples(
             # Task first for now: sample first (prompts/layout.py) computes 0.45x the prompt tokens, but on
             # WikiEval with the Qwen judge it lost faithfulness pairs (9 of 10 right -> 4) and one
             # nv_context_relevance pair, so it stays off until a layout passes the fidelity check.
-            ctx = PlanContext(lang, ragas_compat, judge_mode)  # type: ignore[arg-type]
+            ctx = PlanContext(
+                lang, ragas_compat, judge_mode, calibration=calibration, scoring=scoring  # type: ignore[arg-type]
+            )
             collector.expect(i, sample, lang)
             for m in metrics:
                 yield (i, m.name), m.plan(sample, ctx)

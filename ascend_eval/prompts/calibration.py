@@ -1,0 +1,129 @@
+"""Calibration of yes/no verdicts: put each prompt's verdict threshold where its judge actually turns.
+
+A yes/no verdict holds when p(yes) is above 0.5 (`VERDICT_THRESHOLD`). A small judge reading labels from
+next-token probabilities leans toward one label whatever the input says, and by how much depends on the
+prompt and the language. Qwen2.5-Coder-1.5B, for instance, gave every context of the Chinese fidelity pairs
+p(useful) above 0.5, good rows and flawed rows alike, so context_precision tied at 1.0 on all of them.
+
+The calibration measures the lean on the judge itself, once per (judge, prompt, language), and moves the
+threshold to where it sits:
+
+* "anchored" (what `calibration="auto"` picks): the prompt is asked about inputs whose answer is known,
+  built from fixed sentence pairs (`ANCHORS`). Yes-anchors put one sentence in every field (a statement
+  judged against itself, a context that is the answer); no-anchors put a sentence in the context and an
+  unrelated one in every other field. The threshold is the midpoint of the mean yes-anchor and the mean
+  no-anchor log-odds.
+* "content_free": contextual calibration (Zhao et al., 2021, "Calibrate Before Use"): the lean is the
+  judge's p(yes) on inputs with no content ("N/A", "" and "[MASK]" in every field), which it treats as a
+  50/50 case. For these prompts a content-free input is not neutral: "N/A" supports no statement and helps
+  no answer, so the judge rightly leans to "no" there (Qwen: p(supported) 0.22-0.42) and dividing that out
+  lowers the threshold below what the judge gives an unrelated context. Kept to measure against.
+
+Either way the verdict probability becomes `sigmoid(logit(p) - logit(threshold))`: p equal to the
+threshold reads 0.5, and the order of probabilities never changes. The calibration requests are ordinary
+`Classify` requests, rendered task first: every sample of a run asks the same few, so the engine answers
+each once and caches them like any other answer. Rating scales are not calibrated: they are read as
+expected ratings, with no threshold to move. `ragas_compat` turns calibration off, as RAGAS reads verdicts
+as they come.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ascend_eval.text.language import Language
+
+Method = Literal["anchored", "content_free"]
+METHODS: tuple[Method, ...] = ("anchored", "content_free")
+
+CONTENT_FREE = ("N/A", "", "[MASK]")
+"""The content-free texts, each put in every input field (Zhao et al.'s three)."""
+
+ANCHORS: dict[Language, tuple[tuple[str, str], ...]] = {
+    "en": (
+        ("The museum opens at nine in the morning and closes at six in the evening.",
+         "Penguins live mostly in the Southern Hemisphere."),
+        ("The bridge was completed in 1932 after six years of construction.",
+         "Green tea contains less caffeine than coffee."),
+        ("The company moved its headquarters from Oslo to Bergen in 2019.",
+         "A violin has four strings tuned in fifths."),
+    ),
+    "zh": (
+        ("博物馆每天上午九点开门，晚上六点闭馆。", "企鹅主要生活在南半球。"),
+        ("这座大桥历时六年建成，于1932年通车。", "绿茶的咖啡因含量比咖啡低。"),
+        ("该公司于2019年把总部从上海迁到了杭州。", "小提琴有四根弦。"),
+    ),
+}  # fmt: skip
+"""(sentence, unrelated sentence) pairs per language: a yes-anchor and a no-anchor each."""
+
+_EDGE = 1e-6
+"""Probabilities are clipped to [_EDGE, 1 - _EDGE] before taking log-odds."""
+
+
+def calibration_inputs(input_model: type[BaseModel], method: Method, language: Language) -> list[BaseModel]:
+    """The inputs a prompt is calibrated on. "anchored": the yes-anchors, then the no-anchors (the input
+    must have a `context` field, which holds the anchor sentence); "content_free": one input per text.
+
+    >>> from ascend_eval.prompts.nli import SupportInput
+    >>> [(x.context[:12], x.statement[:12]) for x in calibration_inputs(SupportInput, "anchored", "en")][::3]
+    [('The museum o', 'The museum o'), ('The museum o', 'Penguins liv')]
+    >>> [x.statement for x in calibration_inputs(SupportInput, "content_free", "en")]
+    ['N/A', '', '[MASK]']
+    """
+    fields = list(input_model.model_fields)
+    if method == "content_free":
+        return [input_model.model_validate(dict.fromkeys(fields, text)) for text in CONTENT_FREE]
+    if "context" not in fields:
+        raise ValueError(f"{input_model.__name__} has no context field to anchor a calibration on")
+    pairs = ANCHORS[language]
+    yes = [input_model.model_validate(dict.fromkeys(fields, s)) for s, _ in pairs]
+    no = [input_model.model_validate({f: s if f == "context" else t for f in fields}) for s, t in pairs]
+    return yes + no
+
+
+def logit(p: float) -> float:
+    p = min(max(p, _EDGE), 1 - _EDGE)
+    return math.log(p / (1 - p))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Where one prompt's verdicts turn on one judge and language, and how a verdict is moved."""
+
+    method: Method
+    threshold: float
+    """The judge's p(yes) that the calibration reads as a 50/50 verdict."""
+
+    @classmethod
+    def measured(cls, method: Method, p_yes: Sequence[float]) -> Calibration:
+        """The calibration from the judge's p(yes) on `calibration_inputs` (same order).
+
+        >>> Calibration.measured("anchored", [0.8, 0.7, 0.75, 0.6, 0.5, 0.55]).threshold  # zh-like lean
+        0.658449
+        >>> Calibration.measured("content_free", [0.3, 0.4, 0.35]).threshold
+        0.35
+        """
+        if method == "content_free":  # Zhao et al. average the probabilities
+            return cls(method, round(sum(p_yes) / len(p_yes), 6))
+        logits = [logit(p) for p in p_yes]
+        half = len(logits) // 2
+        middle = (sum(logits[:half]) / half + sum(logits[half:]) / (len(logits) - half)) / 2
+        return cls(method, round(1 / (1 + math.exp(-middle)), 6))
+
+    def apply(self, p_yes: float) -> float:
+        """`p_yes` with the threshold moved to 0.5: `sigmoid(logit(p) - logit(threshold))`.
+
+        >>> c = Calibration("anchored", 0.7)
+        >>> round(c.apply(0.7), 6), c.apply(0.6) < 0.5 < c.apply(0.8)
+        (0.5, True)
+        >>> Calibration("anchored", 0.5).apply(0.62)
+        0.62
+        """
+        if self.threshold == 0.5:
+            return p_yes
+        return 1 / (1 + math.exp(-(logit(p_yes) - logit(self.threshold))))
