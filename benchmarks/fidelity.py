@@ -34,6 +34,7 @@ import csv
 import json
 import math
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -135,9 +136,16 @@ def _columns(samples: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
 
 
 def score_pairs(
-    pairs: list[dict[str, Any]], judge: Any, embedder: Any, cache_dir: Any
+    pairs: list[dict[str, Any]],
+    judge: Any,
+    embedder: Any,
+    cache_dir: Any,
+    *,
+    calibration: str = "auto",
+    scoring: str = "threshold",
 ) -> list[dict[str, Any]]:
-    """Each pair with its metrics' scores on both members ("scores": metric -> [better, worse])."""
+    """Each pair with its metrics' scores on both members ("scores": metric -> [better, worse]), under
+    `evaluate`'s `calibration` and `scoring`."""
     for prop, metrics in METRICS.items():
         group = [p for p in pairs if p["property"] == prop]
         for language in ("en", "zh"):
@@ -148,7 +156,8 @@ def score_pairs(
             started = time.perf_counter()
             result = ascend_eval.evaluate(
                 _columns(samples), list(metrics), judge=judge, embedder=embedder, cache_dir=cache_dir,
-                language=language, judge_mode="classify", progress=False,
+                language=language, judge_mode="classify", progress=False, calibration=calibration,
+                scoring=scoring,
             )  # fmt: skip
             n = len(subset)
             for metric in metrics:
@@ -160,6 +169,60 @@ def score_pairs(
             took = time.perf_counter() - started
             print(f"{prop} / {language}: {n} pairs, {', '.join(metrics)} in {took:.0f} s", flush=True)
     return pairs
+
+
+def ragas_score_pairs(
+    pairs: list[dict[str, Any]], llm: Any, emb: Any, *, timeout: float
+) -> list[dict[str, Any]]:
+    """`score_pairs` with RAGAS 0.4.3's legacy metrics (`benchmarks/ragas_side.py`, as its docs set them up)
+    and `ragas.evaluate`, on the same pair groups: a RAGAS job that fails is NaN, as RAGAS reports it."""
+    import ragas
+    from ragas import EvaluationDataset
+    from ragas.run_config import RunConfig
+
+    from benchmarks.ragas_side import ragas_metrics
+
+    for prop, metrics in METRICS.items():
+        group = [p for p in pairs if p["property"] == prop]
+        for language in ("en", "zh"):
+            subset = [p for p in group if p["language"] == language]
+            if not subset:
+                continue
+            samples = [p["better"] for p in subset] + [p["worse"] for p in subset]
+            started = time.perf_counter()
+            objects = ragas_metrics(list(metrics), llm, emb)
+            result = ragas.evaluate(
+                EvaluationDataset.from_list(samples), metrics=objects, llm=llm, embeddings=emb,
+                run_config=RunConfig(timeout=timeout), raise_exceptions=False, show_progress=False,
+            )  # fmt: skip
+            n = len(subset)
+            for metric, obj in zip(metrics, objects, strict=True):
+                key = next(k for k in result.scores[0] if k == obj.name or k.startswith(obj.name + "("))
+                scores = [float(row[key]) for row in result.scores]
+                for i, pair in enumerate(subset):
+                    pair.setdefault("scores", {})[metric] = [scores[i], scores[n + i]]
+            took = time.perf_counter() - started
+            print(f"ragas {prop} / {language}: {n} pairs, {', '.join(metrics)} in {took:.0f} s", flush=True)
+    return pairs
+
+
+def variant_accuracy(
+    pairs: list[dict[str, Any]], variants: Sequence[str], score: Any
+) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """Score the pairs once per variant ("calibration/scoring", e.g. "anchored/expected") with
+    `score(pairs, calibration=..., scoring=...)`. Over one request cache every variant after the first
+    asks the judge only its calibration requests: the verdicts are the same requests. Returns the
+    accuracy rows (each with its "variant") and each pair's scores per variant under "variants"."""
+    rows: list[dict[str, Any]] = []
+    for variant in variants:
+        calibration, _, scoring = variant.partition("/")
+        started = time.perf_counter()
+        score(pairs, calibration=calibration, scoring=scoring or "threshold")
+        print(f"variant {variant}: {time.perf_counter() - started:.0f} s", flush=True)
+        rows += [{"variant": variant, **r} for r in accuracy(pairs)]
+        for p in pairs:
+            p.setdefault("variants", {})[variant] = p.pop("scores", {})
+    return rows, {v: [r for r in rows if r["variant"] == v] for v in variants}
 
 
 def right(better: float, worse: float, metric: str = "") -> bool:
@@ -201,6 +264,25 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def ragas_rows(pairs: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """RAGAS's accuracy rows on `pairs`, through the server `args.judge` names (variant "ragas")."""
+    from benchmarks.harness import resolve_model
+    from benchmarks.ragas_side import Counts, embeddings, server_llm
+
+    if not args.judge.startswith(("http://", "https://")):
+        raise SystemExit("--ragas needs --judge to be the judge server's URL")
+    base = args.judge.split("/v1/")[0]
+    llm = server_llm(base, args.served_model, args.ragas_max_tokens, Counts())
+    emb = embeddings(str(resolve_model(args.embedder, "embedder")))
+    started = time.perf_counter()
+    ragas_score_pairs(pairs, llm, emb, timeout=args.request_timeout)
+    print(f"variant ragas: {time.perf_counter() - started:.0f} s", flush=True)
+    rows = [{"variant": "ragas", **r} for r in accuracy(pairs)]
+    for p in pairs:
+        p.setdefault("variants", {})["ragas"] = p.pop("scores", {})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -216,13 +298,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--properties", nargs="+", default=list(METRICS), choices=list(METRICS))
     parser.add_argument("--judge", required=True, help="a judge: shipped name, directory or .gguf")
     parser.add_argument("--embedder", default="multilingual-e5-small")
-    parser.add_argument("--cache-dir", default=None, help="request cache (default: none)")
+    parser.add_argument(
+        "--cache-dir", default=None,
+        help="request cache (default: none; a temporary one when more than one variant is asked)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--variants", nargs="+", default=["auto/threshold"],
+        help="calibration/scoring pairs to score, first to last over one cache, e.g. off/threshold "
+        "anchored/threshold off/expected anchored/expected (default: evaluate's defaults)",
+    )  # fmt: skip
     parser.add_argument(
         "--request-timeout",
         type=float,
         default=3600.0,
         help="seconds per request to a judge server (a CPU server can take minutes to answer a batch)",
     )
+    parser.add_argument(
+        "--ragas", action="store_true",
+        help="also score the pairs with RAGAS 0.4.3 through the same judge server (--judge is its URL), "
+        "after ours; its rows are the variant 'ragas'",
+    )  # fmt: skip
+    parser.add_argument("--served-model", default="judge", help="the model name the judge server serves")
+    parser.add_argument("--ragas-max-tokens", type=int, default=1024, help="RAGAS's max_tokens per call")
     parser.add_argument("--out", type=Path, default=None, help="write pairs, scores and accuracy as JSON")
     args = parser.parse_args(argv)
 
@@ -242,9 +339,16 @@ def main(argv: list[str] | None = None) -> int:
         judge_arg = ModelSpec(model=args.judge, role="judge", request_timeout=args.request_timeout)
     judge, embedder = resolve(judge_arg, "judge"), resolve(args.embedder, "embedder")  # built once
     started = time.perf_counter()
-    score_pairs(pairs, judge, embedder, args.cache_dir or False)
-    rows = accuracy(pairs)
-    print(table(rows))
+    with tempfile.TemporaryDirectory() as scratch:
+        cache = args.cache_dir or (scratch if len(args.variants) > 1 else False)
+        rows, by_variant = variant_accuracy(
+            pairs, args.variants, lambda p, **how: score_pairs(p, judge, embedder, cache, **how)
+        )
+    if args.ragas:
+        rows += ragas_rows(pairs, args)
+        by_variant["ragas"] = [r for r in rows if r["variant"] == "ragas"]
+    for variant, variant_rows in by_variant.items():
+        print(f"\n{variant}\n{table(variant_rows)}")
     print(f"total {time.perf_counter() - started:.0f} s")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
