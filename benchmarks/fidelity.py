@@ -135,6 +135,27 @@ def _columns(samples: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
     return {key: [s[key] for s in samples] for key in samples[0]}
 
 
+def _score_groups(pairs: list[dict[str, Any]], score: Any, tool: str) -> list[dict[str, Any]]:
+    """Score the pairs one (property, language) group at a time: `score(metrics, language, samples)`
+    returns each metric's scores over the better members, then the worse ones; each pair gets
+    "scores": metric -> [better, worse]."""
+    for prop, metrics in METRICS.items():
+        group = [p for p in pairs if p["property"] == prop]
+        for language in ("en", "zh"):
+            subset = [p for p in group if p["language"] == language]
+            if not subset:
+                continue
+            started = time.perf_counter()
+            scored = score(metrics, language, [p["better"] for p in subset] + [p["worse"] for p in subset])
+            n = len(subset)
+            for metric in metrics:
+                for i, pair in enumerate(subset):
+                    pair.setdefault("scores", {})[metric] = [scored[metric][i], scored[metric][n + i]]
+            took = time.perf_counter() - started
+            print(f"{tool}{prop} / {language}: {n} pairs, {', '.join(metrics)} in {took:.0f} s", flush=True)
+    return pairs
+
+
 def score_pairs(
     pairs: list[dict[str, Any]],
     judge: Any,
@@ -146,29 +167,18 @@ def score_pairs(
 ) -> list[dict[str, Any]]:
     """Each pair with its metrics' scores on both members ("scores": metric -> [better, worse]), under
     `evaluate`'s `calibration` and `scoring`."""
-    for prop, metrics in METRICS.items():
-        group = [p for p in pairs if p["property"] == prop]
-        for language in ("en", "zh"):
-            subset = [p for p in group if p["language"] == language]
-            if not subset:
-                continue
-            samples = [p["better"] for p in subset] + [p["worse"] for p in subset]
-            started = time.perf_counter()
-            result = ascend_eval.evaluate(
-                _columns(samples), list(metrics), judge=judge, embedder=embedder, cache_dir=cache_dir,
-                language=language, judge_mode="classify", progress=False, calibration=calibration,
-                scoring=scoring,
-            )  # fmt: skip
-            n = len(subset)
-            for metric in metrics:
-                # a metric with settings is a column such as "noise_sensitivity(mode=relevant)"
-                column = next(c for c in result.metrics if c == metric or c.startswith(f"{metric}("))
-                scores = result[column]
-                for i, pair in enumerate(subset):
-                    pair.setdefault("scores", {})[metric] = [scores[i], scores[n + i]]
-            took = time.perf_counter() - started
-            print(f"{prop} / {language}: {n} pairs, {', '.join(metrics)} in {took:.0f} s", flush=True)
-    return pairs
+
+    def score(metrics: Sequence[str], language: str, samples: list[dict[str, Any]]) -> dict[str, list[float]]:
+        result = ascend_eval.evaluate(
+            _columns(samples), list(metrics), judge=judge, embedder=embedder, cache_dir=cache_dir,
+            language=language, judge_mode="classify", progress=False, calibration=calibration,
+            scoring=scoring,
+        )  # fmt: skip
+        # a metric with settings is a column such as "noise_sensitivity(mode=relevant)"
+        columns = {m: next(c for c in result.metrics if c == m or c.startswith(f"{m}(")) for m in metrics}
+        return {m: result[column] for m, column in columns.items()}
+
+    return _score_groups(pairs, score, "")
 
 
 def ragas_score_pairs(
@@ -182,28 +192,19 @@ def ragas_score_pairs(
 
     from benchmarks.ragas_side import ragas_metrics
 
-    for prop, metrics in METRICS.items():
-        group = [p for p in pairs if p["property"] == prop]
-        for language in ("en", "zh"):
-            subset = [p for p in group if p["language"] == language]
-            if not subset:
-                continue
-            samples = [p["better"] for p in subset] + [p["worse"] for p in subset]
-            started = time.perf_counter()
-            objects = ragas_metrics(list(metrics), llm, emb)
-            result = ragas.evaluate(
-                EvaluationDataset.from_list(samples), metrics=objects, llm=llm, embeddings=emb,
-                run_config=RunConfig(timeout=timeout), raise_exceptions=False, show_progress=False,
-            )  # fmt: skip
-            n = len(subset)
-            for metric, obj in zip(metrics, objects, strict=True):
-                key = next(k for k in result.scores[0] if k == obj.name or k.startswith(obj.name + "("))
-                scores = [float(row[key]) for row in result.scores]
-                for i, pair in enumerate(subset):
-                    pair.setdefault("scores", {})[metric] = [scores[i], scores[n + i]]
-            took = time.perf_counter() - started
-            print(f"ragas {prop} / {language}: {n} pairs, {', '.join(metrics)} in {took:.0f} s", flush=True)
-    return pairs
+    def score(metrics: Sequence[str], language: str, samples: list[dict[str, Any]]) -> dict[str, list[float]]:
+        objects = ragas_metrics(list(metrics), llm, emb)
+        result = ragas.evaluate(
+            EvaluationDataset.from_list(samples), metrics=objects, llm=llm, embeddings=emb,
+            run_config=RunConfig(timeout=timeout), raise_exceptions=False, show_progress=False,
+        )  # fmt: skip
+        out = {}
+        for metric, obj in zip(metrics, objects, strict=True):
+            key = next(k for k in result.scores[0] if k == obj.name or k.startswith(obj.name + "("))
+            out[metric] = [float(row[key]) for row in result.scores]
+        return out
+
+    return _score_groups(pairs, score, "ragas ")
 
 
 def variant_accuracy(

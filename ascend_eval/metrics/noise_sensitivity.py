@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ascend_eval.data import Column, Sample
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
@@ -21,6 +21,7 @@ from ascend_eval.prompts.nli_json import STATEMENT_VERDICTS, SupportListInput
 from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, read_statements
 
 Mode = Literal["relevant", "irrelevant"]
+T = TypeVar("T")
 MODES: tuple[Mode, ...] = ("relevant", "irrelevant")
 
 
@@ -155,11 +156,7 @@ def expected_noise_sensitivity(
     return expected
 
 
-def _columns_as_rows(columns: Sequence[Sequence[float]], n_rows: int) -> list[list[float]]:
-    return [[col[s] for col in columns] for s in range(n_rows)]
-
-
-def transpose(columns: Sequence[Sequence[bool]], n_rows: int) -> list[list[bool]]:
+def transpose(columns: Sequence[Sequence[T]], n_rows: int) -> list[list[T]]:
     """Per-context verdict lists `[c][s]` as a statement-by-context matrix `[s][c]`.
 
     >>> transpose([[True, False], [False, False], [True, True]], 2)
@@ -275,8 +272,8 @@ class NoiseSensitivity(Metric):
                 p_groups = [[v.p_positive for v in g] for g in v_groups]
                 k = len(contexts)
                 score = expected_noise_sensitivity(
-                    _columns_as_rows(p_groups[:k], len(ref_statements)),
-                    _columns_as_rows(p_groups[k : 2 * k], len(answer_statements)),
+                    transpose(p_groups[:k], len(ref_statements)),
+                    transpose(p_groups[k : 2 * k], len(answer_statements)),
                     p_groups[2 * k],
                     self.mode,
                 )
