@@ -236,6 +236,7 @@ class NoiseSensitivity(Metric):
             "reference_statements": ref_statements,
             "response_statements": answer_statements,
         }
+        p_groups: list[list[float]] | None = None  # verdict probabilities, kept for scoring="expected"
         if ctx.judge_mode == "generate":
             results: list[GenerateResult] = yield [
                 STATEMENT_VERDICTS.request(
@@ -270,17 +271,6 @@ class NoiseSensitivity(Metric):
             verdicts = [[v.holds for v in g] for g in v_groups]
             if ctx.scoring == "expected":
                 p_groups = [[v.p_positive for v in g] for g in v_groups]
-                k = len(contexts)
-                score = expected_noise_sensitivity(
-                    transpose(p_groups[:k], len(ref_statements)),
-                    transpose(p_groups[k : 2 * k], len(answer_statements)),
-                    p_groups[2 * k],
-                    self.mode,
-                )
-                details["relevant_contexts"] = relevant_contexts(
-                    transpose(verdicts[:k], len(ref_statements)), k
-                )
-                return MetricResult(score, details=details)
 
         k = len(contexts)
         ctx_supports_ref = transpose(verdicts[:k], len(ref_statements))
@@ -289,5 +279,15 @@ class NoiseSensitivity(Metric):
         details["relevant_contexts"] = relevant_contexts(ctx_supports_ref, k)
         details["ctx_supports_answer"] = ctx_supports_answer
         details["ref_supports_answer"] = ref_supports_answer
-        score = noise_sensitivity_score(ctx_supports_ref, ctx_supports_answer, ref_supports_answer, self.mode)
+        if p_groups is not None:  # scoring="expected" (classify mode only)
+            score = expected_noise_sensitivity(
+                transpose(p_groups[:k], len(ref_statements)),
+                transpose(p_groups[k : 2 * k], len(answer_statements)),
+                p_groups[2 * k],
+                self.mode,
+            )
+        else:
+            score = noise_sensitivity_score(
+                ctx_supports_ref, ctx_supports_answer, ref_supports_answer, self.mode
+            )
         return MetricResult(score, details=details)
