@@ -22,13 +22,12 @@ from ascend_eval.engine import Backends
 from ascend_eval.engine.tracing import TraceArg, run_attributes, tracer_for
 from ascend_eval.examples import builtin_dataset
 from ascend_eval.metrics import Metric, resolve_metrics
-from ascend_eval.metrics.base import SCORINGS
+from ascend_eval.metrics.verdict_settings import calibration_method, resolve_calibration, resolve_scoring
 from ascend_eval.models.base import GenerationParams
 from ascend_eval.models.errors import ConfigError, OutputError
 from ascend_eval.models.factory import ModelArg, check, resolve_models
 from ascend_eval.models.lazy import is_loaded, runtime_of
 from ascend_eval.models.spec import Backend
-from ascend_eval.prompts.calibration import METHODS
 from ascend_eval.results import EvaluationResult, check_output_dir
 from ascend_eval.streaming.local import open_cache, score_samples
 from ascend_eval.streaming.sink import FileSink, MemorySink
@@ -96,8 +95,8 @@ def evaluate(
     language: str = "auto",
     ragas_compat: bool = False,
     judge_mode: str = "classify",
-    calibration: str = "off",
-    scoring: str = "threshold",
+    calibration: str = "auto",
+    scoring: str = "auto",
     column_map: Mapping[str, str] | None = None,
     progress: bool = True,
     chunk_size: int = 1024,
@@ -144,12 +143,14 @@ def evaluate(
         judge_mode: "classify" (verdicts and ratings from next-token probabilities, one forward pass each)
             or "generate" (RAGAS's procedure: schema-constrained JSON verdicts with reasons).
         calibration: how classify-mode yes/no verdicts are calibrated to the judge
-            (`ascend_eval.prompts.calibration`): "off" (default for now), "anchored", "content_free", or
-            "auto" ("anchored" in classify mode, "off" under `ragas_compat` or in generate mode).
-            Recorded in the provenance.
-        scoring: "threshold" (each verdict counts as yes or no, as in RAGAS) or "expected" (a
+            (`ascend_eval.prompts.calibration`): "auto" (default: "anchored" in classify mode, "off" under
+            `ragas_compat` or in generate mode), "anchored", "content_free" or "off". Recorded in the
+            provenance.
+        scoring: "auto" (default: "expected" in classify mode, "threshold" under `ragas_compat` or in
+            generate mode), "threshold" (each verdict counts as yes or no, as in RAGAS) or "expected" (a
             verdict-based score is its expected value under the verdict probabilities: faithfulness is the
-            mean p(supported); docs/metrics.md lists each formula). Classify mode only.
+            mean p(supported); docs/metrics.md lists each formula). Classify mode only. Recorded in the
+            provenance.
         column_map: our column name -> your dataset's column, e.g. {"user_input": "query"}.
         progress: show a progress bar.
         chunk_size: at most this many requests per backend call (each call's answers are committed to the
@@ -197,14 +198,8 @@ def evaluate(
         raise ConfigError(f"language={language!r}; valid: 'auto' (per sample), 'en', 'zh'.")
     if judge_mode not in ("classify", "generate"):
         raise ConfigError(f"judge_mode={judge_mode!r}; valid: 'classify', 'generate'.")
-    calibration = _calibration(calibration, judge_mode=judge_mode, ragas_compat=ragas_compat)
-    if scoring not in SCORINGS:
-        raise ConfigError(f"scoring={scoring!r}; valid: {', '.join(map(repr, SCORINGS))}.")
-    if scoring == "expected" and (ragas_compat or judge_mode == "generate"):
-        raise ConfigError(
-            "scoring='expected' reads verdict probabilities, which only judge_mode='classify' has, and "
-            "ragas_compat counts hard verdicts as RAGAS does; drop one of the two."
-        )
+    calibration = resolve_calibration(calibration, judge_mode=judge_mode, ragas_compat=ragas_compat)
+    scoring = resolve_scoring(scoring, judge_mode=judge_mode, ragas_compat=ragas_compat)
     if executor not in ("local", "ray"):
         raise ConfigError(f"executor={executor!r}; valid: 'local', 'ray'.")
     folder = None if out is None else check_output_dir(out, inputs=[_path_of(dataset)], what="out")
@@ -235,7 +230,7 @@ def evaluate(
                     "cross_encoder_backend": cross_encoder_backend, "device": device,
                     "memory_budget": memory_budget, "cache_dir": cache_dir, "language": language,
                     "ragas_compat": ragas_compat, "judge_mode": judge_mode, "chunk_size": chunk_size,
-                    "dedupe": dedupe, "calibration": _method(calibration), "scoring": scoring,
+                    "dedupe": dedupe, "calibration": calibration_method(calibration), "scoring": scoring,
                 },
                 settings={"address": ray_address, "num_workers": num_workers},
                 provenance_of=lambda models, tags: _provenance(
@@ -273,8 +268,8 @@ def evaluate(
             done = score_samples(
                 stream, count, chosen, backends, cache, sink.add,
                 language=language, ragas_compat=ragas_compat, judge_mode=judge_mode, chunk_size=chunk_size,
-                calibration=_method(calibration), scoring=scoring, dedupe=dedupe, progress=progress,
-                on_round=on_round, on_progress=on_progress, tracer=tracer,
+                calibration=calibration_method(calibration), scoring=scoring, dedupe=dedupe,
+                progress=progress, on_round=on_round, on_progress=on_progress, tracer=tracer,
             )  # fmt: skip
             sink.close()  # the last rows are written here, where a full disk is reported as below
         except (KeyboardInterrupt, OutputError) as stopped:
@@ -360,26 +355,6 @@ def _on_ray(
     return sink.finish(
         rounds=[], stages=dict(run.stages), provenance=provenance, wall_seconds=time.perf_counter() - t0
     )
-
-
-def _calibration(value: str, *, judge_mode: str, ragas_compat: bool) -> str:
-    """The calibration a run uses: "auto" resolved, an explicit method checked against the judge mode."""
-    valid = ("auto", *METHODS, "off")
-    if value not in valid:
-        raise ConfigError(f"calibration={value!r}; valid: {', '.join(map(repr, valid))}.")
-    if value == "auto":
-        return "off" if ragas_compat or judge_mode == "generate" else "anchored"
-    if value != "off" and (ragas_compat or judge_mode == "generate"):
-        raise ConfigError(
-            f"calibration={value!r} moves the threshold of classify-mode verdict probabilities; "
-            f"{'ragas_compat reads verdicts as RAGAS does' if ragas_compat else 'generate mode has none'}. "
-            "Use calibration='auto' or 'off'."
-        )
-    return value
-
-
-def _method(calibration: str) -> str | None:
-    return None if calibration == "off" else calibration
 
 
 def _path_of(dataset: Any) -> str | Path | None:

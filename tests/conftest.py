@@ -50,6 +50,16 @@ def support_rule(request: ClassifyRequest) -> list[float]:
     return [1 - p, p] if request.labels == ("0", "1") else [p, 1 - p]
 
 
+# What `support_rule` scores under the default calibration ("anchored"): its yes-anchors get 0.9 and its
+# no-anchors 0.2, so the threshold is sigmoid((logit .9 + logit .2) / 2) = 0.6, and a verdict p becomes
+# sigmoid(logit p - logit .6): 0.9 -> 6/7, 0.2 -> 1/7. Scored as expected values, a statement found in
+# the context counts 6/7 and one not found 1/7.
+SUPPORT_RULE_YES = 6 / 7
+SUPPORT_RULE_NO = 1 / 7
+CALIBRATION_REQUESTS = 6
+"""Requests one yes/no prompt's calibration sends per language and run (three anchor pairs)."""
+
+
 @pytest.fixture
 def rule_judge() -> ReplayJudge:
     return ReplayJudge(generate_rule=statements_rule, classify_rule=support_rule, model_id="rules-v1")

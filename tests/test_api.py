@@ -11,6 +11,7 @@ import pytest
 
 import ascend_eval
 from ascend_eval.models.errors import ConfigError, DataError
+from tests.conftest import SUPPORT_RULE_YES
 
 
 def test_import_is_light():
@@ -118,7 +119,8 @@ def test_column_map_reaches_the_loader(rule_judge):
         progress=False,
         column_map={"user_input": "query", "retrieved_contexts": "docs"},
     )
-    assert result["faithfulness"] == [1.0]
+    # the rule judge's 0.9, calibrated and scored as an expected value (tests/conftest.py)
+    assert result["faithfulness"] == [pytest.approx(SUPPORT_RULE_YES)]
     with pytest.raises(DataError):
         ascend_eval.evaluate(data, ["faithfulness"], judge=rule_judge, cache_dir=False, progress=False)
 
@@ -169,40 +171,38 @@ def test_calibration_and_scoring_are_checked_before_any_model_loads(rule_judge):
     assert rule_judge.calls == []
 
 
-def test_calibration_auto_is_anchored_and_recorded(rule_judge, tmp_path):
+def test_calibration_and_expected_scores_are_the_defaults_and_recorded(rule_judge, tmp_path):
     data = {
         "user_input": ["Where is the tower?"],
         "retrieved_contexts": [["The tower is in Paris. It opened in 1889."]],
         "response": ["The tower is in Paris. It is 500 metres tall."],
     }
-    plain = ascend_eval.evaluate(data, ["faithfulness"], judge=rule_judge, cache_dir=False, progress=False)
-    assert plain.provenance["calibration"] == "off"  # the default, for now
-    rule_judge.calls.clear()
-    run = ascend_eval.evaluate(
-        data, ["faithfulness"], judge=rule_judge, cache_dir=tmp_path, progress=False, calibration="auto"
-    )
-    assert run.provenance["calibration"] == "anchored" and run.provenance["scoring"] == "threshold"
+    run = ascend_eval.evaluate(data, ["faithfulness"], judge=rule_judge, cache_dir=tmp_path, progress=False)
+    assert run.provenance["calibration"] == "anchored" and run.provenance["scoring"] == "expected"
     # The rule judge answers 0.9 or 0.2, so its anchors put the threshold at their log-odds midpoint.
-    threshold = run.rows(details=True)[0]["faithfulness_details"]["calibration"]["threshold"]
+    details = run.rows(details=True)[0]["faithfulness_details"]
     odds = (0.9 / 0.1 * 0.2 / 0.8) ** 0.5
-    assert threshold == pytest.approx(odds / (1 + odds), abs=1e-6)  # 0.6
-    assert run["faithfulness"] == [0.5]
+    assert details["calibration"]["threshold"] == pytest.approx(odds / (1 + odds), abs=1e-6)  # 0.6
+    p = details["p_supported"]  # calibrated: above 0.5 for the supported statement, below for the other
+    assert p[0] > 0.5 > p[1] and run["faithfulness"] == [pytest.approx(sum(p) / 2)]
     asked = sum(n for kind, n in rule_judge.calls if kind == "classify")
     assert asked == 2 + 6  # two statements, three yes-anchors and three no-anchors
 
-    compat = ascend_eval.evaluate(
-        data, ["faithfulness"], judge=rule_judge, cache_dir=tmp_path, progress=False, ragas_compat=True,
-        calibration="auto",
+    rule_judge.calls.clear()
+    hard = ascend_eval.evaluate(
+        data, ["faithfulness"], judge=rule_judge, cache_dir=tmp_path, progress=False, calibration="off",
+        scoring="threshold",
     )  # fmt: skip
+    assert hard["faithfulness"] == [0.5] and rule_judge.calls == []  # the same verdicts, from the cache
+    compat = ascend_eval.evaluate(
+        data, ["faithfulness"], judge=rule_judge, cache_dir=tmp_path, progress=False, ragas_compat=True
+    )
     assert (
         compat.provenance["calibration"] == "off"
+        and compat.provenance["scoring"] == "threshold"
         and "calibration" not in compat.rows(details=True)[0]["faithfulness_details"]
     )
-    expected = ascend_eval.evaluate(
-        data, ["faithfulness"], judge=rule_judge, cache_dir=tmp_path, progress=False, scoring="expected"
+    generate = ascend_eval.evaluate(
+        data, ["faithfulness"], judge=rule_judge, cache_dir=False, progress=False, judge_mode="generate"
     )
-    p = expected.rows(details=True)[0]["faithfulness_details"]["p_supported"]
-    assert (
-        expected["faithfulness"] == [pytest.approx(sum(p) / 2)]
-        and expected.provenance["scoring"] == "expected"
-    )
+    assert generate.provenance["calibration"] == "off" and generate.provenance["scoring"] == "threshold"

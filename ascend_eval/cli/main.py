@@ -192,13 +192,14 @@ def _add_evaluate(sub: Any) -> None:
     ev.add_argument(
         "--calibration",
         choices=["auto", "anchored", "content_free", "off"],
-        help="calibrate classify-mode yes/no verdicts to the judge (default off; auto: anchored, off under "
+        help="calibrate classify-mode yes/no verdicts to the judge (default auto: anchored, off under "
         "--ragas-compat or in generate mode)",
     )
     ev.add_argument(
         "--scoring",
-        choices=["threshold", "expected"],
-        help="count verdicts as yes/no (threshold, default) or score by their expected value (expected)",
+        choices=["auto", "threshold", "expected"],
+        help="count verdicts as yes/no (threshold) or score by their expected value (expected); default "
+        "auto: expected, threshold under --ragas-compat or in generate mode",
     )
     ev.add_argument("--column-map", nargs="+", metavar="OURS=THEIRS", help="e.g. user_input=query")
     ev.add_argument(

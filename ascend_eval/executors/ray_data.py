@@ -51,6 +51,7 @@ from ascend_eval.executors.ray_actor import (
     score_column,
 )
 from ascend_eval.metrics import MetricResult, resolve_metrics
+from ascend_eval.metrics.verdict_settings import calibration_method, resolve_calibration, resolve_scoring
 from ascend_eval.models.device import DEVICE_ENV
 from ascend_eval.models.errors import AscendEvalError, ConfigError, DataError, MissingDependencyError
 from ascend_eval.models.factory import JUDGE_PARALLELISM, spec_for
@@ -271,6 +272,7 @@ def score_on_ray(
         workers = num_workers or default_workers(ray, placement)
         remote = actor_resources(ray, placement, workers, num_cpus_per_worker)
         settings = {name: evaluate_kwargs[name] for name in SETTINGS if name in evaluate_kwargs}
+        settings.update(_verdict_settings(settings))
         if isinstance(settings.get("cache_dir"), str | os.PathLike):
             settings["cache_dir"] = str(Path(settings["cache_dir"]).expanduser().absolute())
         kind, dataset = read_source(ray, source, roles, blocks=max(1, math.ceil(count / batch_size)))
@@ -484,3 +486,16 @@ def pickled_rows(ray: Any, rows: Sequence[Mapping[str, Any]], blocks: int) -> An
     Arrow values and change cells (nested objects with different keys, mixed types, tuples)."""
     items = [{ROW: pickle.dumps(dict(row), protocol=pickle.HIGHEST_PROTOCOL)} for row in rows]
     return ray.data.from_items(items, override_num_blocks=blocks)
+
+
+def _verdict_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The calibration and scoring the actors pass to the engine, resolved as `evaluate()` resolves its
+    defaults ("auto"), so that a run started here scores and records details exactly as the local run."""
+    how = {
+        "judge_mode": settings.get("judge_mode", "classify"),
+        "ragas_compat": settings.get("ragas_compat", False),
+    }
+    calibration = settings.get("calibration", "auto")
+    resolved = "off" if calibration is None else resolve_calibration(calibration, **how)
+    scoring = resolve_scoring(settings.get("scoring", "auto"), **how)
+    return {"calibration": calibration_method(resolved), "scoring": scoring}

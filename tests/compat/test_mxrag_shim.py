@@ -32,6 +32,10 @@ from tests.models.loopback_server import CHAT, EMBEDDINGS, LoopbackServer, Reply
 from tests.models.tei_standin import EMBED, INFO, TeiStandIn
 
 ROOT = Path(__file__).resolve().parents[2]
+# The stand-in judge says p(supported) = 0.9 for a claim its context holds and 0.3 otherwise. Calibration
+# (on by default) puts the threshold at the midpoint of those log-odds, so a held claim reads
+# sigmoid((logit 0.9 - logit 0.3) / 2) and an unheld one its complement.
+HELD = 1 / (1 + math.exp(-(math.log(0.9 / 0.1) - math.log(0.3 / 0.7)) / 2))
 SDK_KEYS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "semantic_similarity"]
 
 
@@ -102,7 +106,8 @@ def test_the_sdk_users_script_runs_with_only_its_imports_changed(judge, tei, tmp
     scores = _printed(done.stdout)
     assert list(scores) == SDK_KEYS  # the SDK's keys: answer_similarity comes back as semantic_similarity
     assert all(len(v) == 3 and all(0.0 <= s <= 1.0 for s in v) for v in scores.values()), scores
-    assert scores["faithfulness"] == [1.0, 1.0, 0.5]  # "牛顿发明了电话" is in no context
+    # "牛顿发明了电话" is in no context: one held claim and one not, (HELD + 1 - HELD) / 2
+    assert scores["faithfulness"] == pytest.approx([HELD, HELD, 0.5])
     chats = judge.bodies(CHAT)
     assert chats and all(b["model"] == "loopback-judge" for b in chats)
     assert any("输入: {" in b["messages"][-1]["content"] for b in chats)  # language="chinese": zh prompts
@@ -131,7 +136,7 @@ def test_our_specs_work_as_llm_and_embeddings(judge, tei):
     )
     scores = evaluator.evaluate(["faithfulness", "answer_similarity"], _dataset(), language="chinese")
     assert list(scores) == ["faithfulness", "semantic_similarity"]
-    assert scores["faithfulness"][0] == 1.0
+    assert scores["faithfulness"][0] == pytest.approx(HELD)
 
 
 @pytest.mark.parametrize(("language", "marker"), [("chinese", "输入: {"), ("english", "Input: {")])
@@ -191,7 +196,7 @@ def test_some_lost_samples_keep_the_rest_and_are_logged(judge, tei, caplog):
     judge.route(CHAT, flaky)
     with caplog.at_level(logging.WARNING, logger="ascend_eval.mxrag"):
         scores = _evaluator(judge, tei).evaluate(["faithfulness"], _dataset())
-    assert math.isnan(scores["faithfulness"][1]) and scores["faithfulness"][0] == 1.0
+    assert math.isnan(scores["faithfulness"][1]) and scores["faithfulness"][0] == pytest.approx(HELD)
     assert "1 of 3 samples lost to backend errors" in caplog.text
 
 

@@ -21,6 +21,7 @@ import pytest
 import ascend_eval
 from ascend_eval.models.http import EndpointConfig
 from ascend_eval.models.judge.openai import OpenAIJudge
+from tests.conftest import SUPPORT_RULE_NO, SUPPORT_RULE_YES
 from tests.faults.faulty_judge import CASES, KEY, KEY_ENV, FaultyJudge, dataset, fault_of
 from tests.jobs.conftest import nemo_spec
 from tests.models.loopback_server import LoopbackServer
@@ -60,7 +61,9 @@ def clean_rows(judge) -> list[dict[str, Any]]:
     result = ascend_eval.evaluate(dataset(), [METRIC], judge=judge.url, cache_dir=False, progress=False)
     rows = result.rows()
     assert all(r[METRIC] is not None for r in rows), "the clean run must score every sample"
-    assert {r[METRIC] for r in rows} == {0.0, 0.5, 1.0}
+    # none, half and all of a sample's statements supported, read through the default calibration
+    expected = (SUPPORT_RULE_NO, 0.5, SUPPORT_RULE_YES)
+    assert {round(r[METRIC], 9) for r in rows} == {round(x, 9) for x in expected}
     return rows
 
 

@@ -10,6 +10,7 @@ import sys
 import time
 
 from ascend_eval.cli.main import main
+from tests.conftest import CALIBRATION_REQUESTS
 from tests.jobs.conftest import inline_spec_for, nemo_spec
 
 
@@ -31,7 +32,8 @@ def test_run_status_results_list(tmp_path, judge_server, capsys):
     out = capsys.readouterr().out
     assert out.startswith("cli-job: completed") and "name: from the CLI" in out and "scores_done=2" in out
     assert main([*root, "status", "cli-job", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["progress"]["sent"] == 4
+    # 2 statement lists, 2 verdicts and the verdict prompt's calibration requests
+    assert json.loads(capsys.readouterr().out)["progress"]["sent"] == 4 + CALIBRATION_REQUESTS
 
     assert main([*root, "results", "cli-job", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)

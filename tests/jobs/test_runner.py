@@ -17,6 +17,7 @@ import pytest
 import ascend_eval
 from ascend_eval.jobs import Jobs
 from ascend_eval.models.errors import BackendError, ConfigError, DataError
+from tests.conftest import CALIBRATION_REQUESTS, SUPPORT_RULE_NO, SUPPORT_RULE_YES
 from tests.jobs.conftest import inline_spec_for, nemo_spec
 
 SECRET = "sk-test-7f3a9c2e1b-never-store-me"
@@ -37,9 +38,10 @@ def test_the_inline_example_runs_and_returns_nemo_shaped_results(jobs, judge_ser
     job.run()
     assert job.status() == "completed"
     results = job.results()
-    # The rules judge: no answer sentence occurs verbatim in its context, so both score 0.
+    # The rules judge: no answer sentence occurs verbatim in its context, so both score its calibrated "no".
+    no = pytest.approx(SUPPORT_RULE_NO)
     assert results["aggregate_scores"] == [
-        {"name": "faithfulness", "count": 2, "mean": 0.0, "min": 0.0, "max": 0.0, "nan_count": 0}
+        {"name": "faithfulness", "count": 2, "mean": no, "min": no, "max": no, "nan_count": 0}
     ]
     assert [r["user_input"] for r in results["rows"]] == [
         "What is the capital of France?",
@@ -52,7 +54,8 @@ def test_the_inline_example_runs_and_returns_nemo_shaped_results(jobs, judge_ser
     }
     progress = job.progress()
     assert progress["stage"] == "done" and progress["scores_done"] == progress["scores_total"] == 2
-    assert progress["rounds"] == 2 and progress["sent"] == 4  # 2 statement lists, then 2 verdicts
+    # 2 statement lists, then 2 verdicts beside the verdict prompt's calibration requests
+    assert progress["rounds"] == 2 and progress["sent"] == 4 + CALIBRATION_REQUESTS
     info = job.info()
     assert info["started"] and info["finished"] and info["error"] is None and info["runs"] == 1
     # the judge settings of the spec reached the endpoint
@@ -202,9 +205,11 @@ def test_a_file_dataset_with_long_contexts_is_truncated(jobs, judge_server, tmp_
     job = jobs.create(spec).run()
     [row] = job.results()["rows"]
     assert len(row["retrieved_contexts"][0]) == 65_535
-    assert row["faithfulness"] == 1.0  # the end survived, so the claim is still found in the context
-    verdict = judge_server.classify_bodies()[0]["messages"][-1]["content"]
-    assert "x" * 65_536 not in verdict
+    # the end survived, so the claim is still found in the context
+    assert row["faithfulness"] == pytest.approx(SUPPORT_RULE_YES)
+    verdicts = [b["messages"][-1]["content"] for b in judge_server.classify_bodies()]
+    verdict = [c for c in verdicts if "x" * 1000 in c]  # the sample's, not the calibration requests
+    assert len(verdict) == 1 and "x" * 65_536 not in verdict[0]
 
 
 def test_get_list_and_unknown_ids(jobs, judge_server):
@@ -227,7 +232,8 @@ def test_jobs_share_a_cache_dir(jobs, judge_server, tmp_path):
     sent = len(judge_server.server.requests)
     second = jobs.create(spec, cache_dir=shared).run()
     assert len(judge_server.server.requests) == sent  # everything answered from the shared cache
-    assert second.progress()["cache_hits"] == 4 and not (second.directory / "cache").exists()
+    hits = 4 + CALIBRATION_REQUESTS
+    assert second.progress()["cache_hits"] == hits and not (second.directory / "cache").exists()
 
 
 def test_a_job_killed_mid_run_resumes_from_its_cache(jobs, judge_server):
@@ -246,7 +252,8 @@ def test_a_job_killed_mid_run_resumes_from_its_cache(jobs, judge_server):
     assert resumed.status() == "completed" and resumed.info()["runs"] == 2
     assert len(judge_server.generate_bodies()) == statements_sent  # not re-sent
     progress = resumed.progress()
-    assert progress["cache_hits"] == 2 and progress["sent"] == 2
+    # the calibration requests are verdict requests too: held, then sent on resume
+    assert progress["cache_hits"] == 2 and progress["sent"] == 2 + CALIBRATION_REQUESTS
     assert resumed.results()["aggregate_scores"][0]["count"] == 2
 
 

@@ -71,6 +71,10 @@ def runs(tmp_path_factory) -> tuple[Path, Path]:
             embedder=NgramEmbedder(),
             cache_dir=False,
             progress=False,
+            # the rules' verdicts as they are: calibration would read run B's lenient contexts back
+            # toward run A's, and the directions asserted below are those of the rules themselves
+            calibration="off",
+            scoring="threshold",
         )
         result.save(root / name)
     return root / "a", root / "b"
