@@ -17,6 +17,9 @@ def test_request_counts(tmp_path):
     rows = {r["metric"]: r for r in json.loads((tmp_path / "request_counts.json").read_text())["rows"]}
     assert len(rows) == 13
     assert rows["context_precision"]["ours_requested"] == 3.0 and rows["noise_sensitivity"]["ragas"] == 9
+    # calibration: six requests per yes/no prompt and language, once per run; the example has en and zh
+    assert rows["context_precision"]["calibration_per_run"] == 6 * 2
+    assert rows["answer_similarity"]["calibration_per_run"] == 0  # no judge at all
     together = rows["all twelve together"]
     # metrics share statement extractions, embeddings and verdicts: together they ask for less than apart
     assert together["ours_unique"] < together["ours_requested"]
