@@ -153,6 +153,9 @@ def _score_groups(pairs: list[dict[str, Any]], score: Any, tool: str) -> list[di
                     pair.setdefault("scores", {})[metric] = [scored[metric][i], scored[metric][n + i]]
             took = time.perf_counter() - started
             print(f"{tool}{prop} / {language}: {n} pairs, {', '.join(metrics)} in {took:.0f} s", flush=True)
+            # each group's scores in the log as they come, so a run stopped hours in keeps what it scored
+            done = {p["id"]: p["scores"] for p in subset}
+            print("scores " + json.dumps({"tool": tool.strip() or "ours", "scores": done}), flush=True)
     return pairs
 
 
@@ -163,7 +166,7 @@ def score_pairs(
     cache_dir: Any,
     *,
     calibration: str = "auto",
-    scoring: str = "threshold",
+    scoring: str = "auto",
 ) -> list[dict[str, Any]]:
     """Each pair with its metrics' scores on both members ("scores": metric -> [better, worse]), under
     `evaluate`'s `calibration` and `scoring`."""
@@ -218,7 +221,7 @@ def variant_accuracy(
     for variant in variants:
         calibration, _, scoring = variant.partition("/")
         started = time.perf_counter()
-        score(pairs, calibration=calibration, scoring=scoring or "threshold")
+        score(pairs, calibration=calibration, scoring=scoring or "auto")
         print(f"variant {variant}: {time.perf_counter() - started:.0f} s", flush=True)
         rows += [{"variant": variant, **r} for r in accuracy(pairs)]
         for p in pairs:
@@ -265,6 +268,24 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def ours_rows(
+    pairs: list[dict[str, Any]], args: argparse.Namespace
+) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """Our accuracy rows on `pairs` for each of `args.variants`, the judge and embedder built once."""
+    from ascend_eval.models.factory import resolve
+    from ascend_eval.models.spec import ModelSpec
+
+    judge_arg: Any = args.judge
+    if args.judge.startswith(("http://", "https://")):
+        judge_arg = ModelSpec(model=args.judge, role="judge", request_timeout=args.request_timeout)
+    judge, embedder = resolve(judge_arg, "judge"), resolve(args.embedder, "embedder")
+    with tempfile.TemporaryDirectory() as scratch:
+        cache = args.cache_dir or (scratch if len(args.variants) > 1 else False)
+        return variant_accuracy(
+            pairs, args.variants, lambda p, **how: score_pairs(p, judge, embedder, cache, **how)
+        )
+
+
 def ragas_rows(pairs: list[dict[str, Any]], args: argparse.Namespace) -> list[dict[str, Any]]:
     """RAGAS's accuracy rows on `pairs`, through the server `args.judge` names (variant "ragas")."""
     from benchmarks.harness import resolve_model
@@ -304,9 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         help="request cache (default: none; a temporary one when more than one variant is asked)",
     )  # fmt: skip
     parser.add_argument(
-        "--variants", nargs="+", default=["auto/threshold"],
+        "--variants", nargs="*", default=["auto/auto"],
         help="calibration/scoring pairs to score, first to last over one cache, e.g. off/threshold "
-        "anchored/threshold off/expected anchored/expected (default: evaluate's defaults)",
+        "anchored/threshold off/expected anchored/expected (default: evaluate's defaults); none with "
+        "--ragas scores RAGAS's side alone (to run it beside ours in another process on the same server)",
     )  # fmt: skip
     parser.add_argument(
         "--request-timeout",
@@ -332,30 +354,26 @@ def main(argv: list[str] | None = None) -> int:
     pairs = [p for p in pairs if p["property"] in args.properties]
     if not pairs:
         raise SystemExit("no pairs: pass --wikieval PATH, --pairs FILES and/or keep the Chinese pairs")
-    from ascend_eval.models.factory import resolve
-    from ascend_eval.models.spec import ModelSpec
-
-    judge_arg: Any = args.judge
-    if args.judge.startswith(("http://", "https://")):
-        judge_arg = ModelSpec(model=args.judge, role="judge", request_timeout=args.request_timeout)
-    judge, embedder = resolve(judge_arg, "judge"), resolve(args.embedder, "embedder")  # built once
+    if not args.variants and not args.ragas:
+        raise SystemExit("nothing to score: give --variants, --ragas or both")
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as scratch:
-        cache = args.cache_dir or (scratch if len(args.variants) > 1 else False)
-        rows, by_variant = variant_accuracy(
-            pairs, args.variants, lambda p, **how: score_pairs(p, judge, embedder, cache, **how)
-        )
+    rows, by_variant = ours_rows(pairs, args) if args.variants else ([], {})
+    _write(args.out, rows, pairs)  # ours first: RAGAS's side takes far longer
     if args.ragas:
         rows += ragas_rows(pairs, args)
         by_variant["ragas"] = [r for r in rows if r["variant"] == "ragas"]
+        _write(args.out, rows, pairs)
     for variant, variant_rows in by_variant.items():
         print(f"\n{variant}\n{table(variant_rows)}")
     print(f"total {time.perf_counter() - started:.0f} s")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"command": sys.argv, "accuracy": rows, "pairs": pairs}, indent=1,
-                                       ensure_ascii=False))  # fmt: skip
     return 0
+
+
+def _write(out: Path | None, rows: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> None:
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"command": sys.argv, "accuracy": rows, "pairs": pairs}, indent=1,
+                                  ensure_ascii=False))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from pathlib import Path
@@ -89,3 +90,28 @@ def test_wikieval_pairs_are_read_from_the_given_path():
     first = pairs[0]["better"]
     assert not first["user_input"].startswith("Question:") and not first["response"].startswith("Answer:")
     assert pairs[0]["better"]["response"] != pairs[0]["worse"]["response"]  # faithful vs ungrounded
+
+
+def test_the_table_puts_two_runs_side_by_side_per_language(tmp_path, capsys):
+    from benchmarks.fidelity_table import main as table_main
+
+    def pair(i, language, variant, scores):
+        return {"id": f"p{i}", "source": "project-" + language, "language": language,
+                "property": "faithfulness", "better": {"response": f"r{i}"}, "worse": {"response": f"w{i}"},
+                "variants": {variant: {"faithfulness": scores}}}  # fmt: skip
+
+    ours = [pair(0, "en", "ours", [.9, .1]), pair(1, "zh", "ours", [.6, .4]), pair(2, "zh", "ours", [1, 0])]
+    ragas = [pair(0, "en", "ragas", [1, 1]), pair(1, "zh", "ragas", [1, 0]), pair(2, "zh", "ragas", [0, 1])]
+    files = [str(tmp_path / "ours.json"), str(tmp_path / "ragas.json")]
+    Path(files[0]).write_text(json.dumps({"pairs": ours}))
+    Path(files[1]).write_text(json.dumps({"pairs": ragas}))
+    assert table_main([*files, "--variants", "ours", "ragas"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "| faithfulness | en | 1 | **1** | 0 |" in lines  # a tie counts as wrong
+    assert "| faithfulness | zh | 2 | **2** | 1 |" in lines
+    assert "| faithfulness | all | 3 | **3** | 1 |" in lines
+
+    ragas[1]["worse"] = {"response": "another answer"}
+    Path(files[1]).write_text(json.dumps({"pairs": ragas}))
+    with pytest.raises(SystemExit, match="differs between the files"):
+        table_main(files)
