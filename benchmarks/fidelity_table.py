@@ -2,10 +2,12 @@
 """Pairwise accuracy per metric and language, side by side for every variant of one or more fidelity runs.
 
 Each file is what `python -m benchmarks.fidelity --out FILE` wrote: its pairs carry every variant's scores
-("off/threshold", "anchored/expected", "ragas", ...). A pair scored in several files is matched by its id,
-property and language, and must be the same pair (same texts, where a file kept them) in each. Ours and
-RAGAS can come from two processes that scored the same pairs on the same judge server, one beside the
-other.
+("off/threshold", "anchored/expected", "ragas", ...). A file ending in `.log` or `.txt` is that command's
+output instead, for a run stopped before it wrote FILE: each group it finished is there, under the
+variant "ragas" or "ours" (the log does not say which of our variants a group was). A pair scored in
+several files is matched by its id, property and language, and must be the same pair (same texts, where
+a file kept them) in each. Ours and RAGAS can come from two processes that scored the same pairs on the
+same judge server, one beside the other.
 
     python -m benchmarks.fidelity_table ours.json ragas.json --variants anchored/expected ragas
 """
@@ -31,7 +33,36 @@ def merged_pairs(paths: Sequence[Path]) -> list[dict[str, Any]]:
     >>> [sorted(p["variants"]) for p in _merge([[a], [b]])]
     [['ragas', 'v1']]
     """
-    return _merge([json.loads(Path(p).read_text(encoding="utf-8"))["pairs"] for p in paths])
+    return _merge([_read(Path(p)) for p in paths])
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    if path.suffix not in (".log", ".txt"):
+        return json.loads(path.read_text(encoding="utf-8"))["pairs"]
+    return pairs_from_log(path.read_text(encoding="utf-8").splitlines())
+
+
+def pairs_from_log(lines: Sequence[str]) -> list[dict[str, Any]]:
+    """The groups a fidelity run logged: a "<tool> <property> / <language>: ..." line, then its scores.
+
+    >>> log = ["ragas faithfulness / zh: 1 pairs, faithfulness in 9 s",
+    ...        'scores {"tool": "ragas", "scores": {"zh-1": {"faithfulness": [1.0, 0.5]}}}']
+    >>> [(p["id"], p["property"], p["language"], p["variants"]) for p in pairs_from_log(log)]
+    [('zh-1', 'faithfulness', 'zh', {'ragas': {'faithfulness': [1.0, 0.5]}})]
+    """
+    pairs, group = [], None
+    for line in lines:
+        head = line.split(":", 1)[0].split()
+        if len(head) in (3, 4) and head[-2] == "/" and head[-3] in METRICS:
+            group = (head[-3], head[-1])
+        elif line.startswith("scores {") and group is not None:
+            logged = json.loads(line[len("scores ") :])
+            for pair_id, scores in logged["scores"].items():
+                prop, language = group
+                pairs.append({"id": pair_id, "property": prop, "language": language,
+                              "variants": {logged["tool"]: scores}})  # fmt: skip
+            group = None
+    return pairs
 
 
 def _merge(files: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -115,3 +115,19 @@ def test_the_table_puts_two_runs_side_by_side_per_language(tmp_path, capsys):
     Path(files[1]).write_text(json.dumps({"pairs": ragas}))
     with pytest.raises(SystemExit, match="differs between the files"):
         table_main(files)
+
+
+def test_the_table_reads_the_groups_a_stopped_run_logged(tmp_path, capsys):
+    from benchmarks.fidelity_table import main as table_main
+
+    log = tmp_path / "log.txt"
+    log.write_text(
+        "some warning from a library\n"
+        "ragas faithfulness / en: 2 pairs, faithfulness in 9 s\n"
+        'scores {"tool": "ragas", "scores": {"a": {"faithfulness": [1, 0.5]},'
+        ' "b": {"faithfulness": [1, 1]}}}\n'
+        "ragas context_relevance / en: 2 pairs, context_precision in 9 s\n",  # stopped before its scores
+        encoding="utf-8",
+    )
+    assert table_main([str(log)]) == 0
+    assert "| faithfulness | en | 2 | 1 |" in capsys.readouterr().out.splitlines()
