@@ -129,9 +129,10 @@ def test_sigterm_during_a_foreground_run_cancels_and_resume_sends_only_the_rest(
     )
     try:
         # Both samples' verdicts must be asked for: the engine streams, so the first verdict can go
-        # out while the other sample's statements are still in flight (and those are sent again).
+        # out while the other sample's statements are still in flight (and those are sent again). The
+        # verdict prompt's calibration requests go out with the first sample's verdict.
         deadline = time.monotonic() + 60
-        while len(judge_server.classify_bodies()) < 2 and run.poll() is None:
+        while len(judge_server.classify_bodies()) < 2 + CALIBRATION_REQUESTS and run.poll() is None:
             assert time.monotonic() < deadline, "the verdict round never started for both samples"
             time.sleep(0.05)
         run.send_signal(signal.SIGTERM)
