@@ -14,8 +14,13 @@ BUILTIN_DATASETS: dict[str, str] = {
 }
 """name -> file under `ascend_eval/data/`. All three were written for this project (Apache-2.0).
 
-- `bilingual-example`: 16 questions (8 English, 8 Chinese), each with retrieved contexts, an answer (some
-  faithful, some with planted errors) and a reference answer, in the ragas columnar format.
+- `bilingual-example`: 8 questions (4 English, then 4 Chinese), each asked twice, a good row and then a flawed
+  row, with retrieved contexts, an answer and a reference answer, in the ragas columnar format. The flaw
+  alternates: in the 1st and 3rd pair of each language the flawed row's answer contradicts its contexts and
+  the reference (what faithfulness, answer correctness and accuracy should see); in the 2nd and 4th the answer
+  is kept and the retrieval is flawed: the context that holds the fact is swapped for an off-topic one (what
+  the context metrics and faithfulness should see). Every metric should score a good row at least as high as
+  its flawed twin; the README says which of them the default tiny judge tells apart.
 - `ascend-eval/rag-mini-en` / `ascend-eval/rag-mini-zh`: 12 questions with reference answers (and the ids of
   the documents that hold their facts) over a corpus of 14 documents about a fictional place (the harbour
   town Marrow Bay; the tea town 青川镇). No contexts and no answers: a job builds them with the RAG pipeline

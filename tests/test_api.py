@@ -61,10 +61,13 @@ def test_bundled_example_end_to_end(rule_judge, ngram_embedder, tmp_path):
     assert len(result.samples) == 16
     assert result.languages == ["en"] * 8 + ["zh"] * 8
     assert result.metrics == ["faithfulness", "answer_similarity"]
-    # round 1: 16 statement extractions and 32 embeddings; round 2: every verdict in one batch
-    assert rounds[0].batches == {"judge.generate[statements@1]": 16, "embedder.document": 32}
+    # round 1: one statement extraction per distinct answer (a retrieval pair's flawed twin keeps the
+    # good row's answer: 12 of 16) and one embedding per distinct text (12 answers and 8 references, one
+    # Chinese answer word for word its reference: 19); round 2: every verdict in one batch
+    assert rounds[0].requests == 16 + 32
+    assert rounds[0].batches == {"judge.generate[statements@1]": 12, "embedder.document": 19}
     assert list(rounds[1].batches) == ["judge.classify[statement_support@1]"]
-    assert rule_judge.calls[0] == ("generate", 16)
+    assert rule_judge.calls[0] == ("generate", 12)
     assert all(0.0 <= s <= 1.0 for s in result["faithfulness"])
     assert result.provenance["models"] == {"judge": "rules-v1", "embedder": "ngram-64"}
     assert result.provenance["prompts"] == ["statement_support@1", "statements@1"]
@@ -153,7 +156,7 @@ def test_a_killed_evaluation_resumes_from_its_cache(rule_judge, tmp_path):
         progress=False,
         on_round=rounds.append,
     )
-    assert rounds[0].cache_hits == 16 and rounds[0].sent == 0
+    assert rounds[0].cache_hits == 12 and rounds[0].sent == 0  # the 12 distinct answers' statements
     assert [kind for kind, _ in rule_judge.calls] == ["classify"]
     assert result.aggregates()[0]["count"] == 16
 

@@ -130,9 +130,12 @@ def test_up_and_down_counts_match_a_count_of_the_files(runs):
     # What the two judges' rules imply, whatever the numbers:
     faithfulness = comparison.metric("faithfulness")
     assert faithfulness.up == 0 and faithfulness.down > 0  # a stricter statement judge
-    assert faithfulness.n == 15 and faithfulness.left_out == 1  # the Mars sample is NaN in run B
-    [unscored] = faithfulness.unscored
-    assert "Mars" in unscored.question and unscored.why_b.startswith("NaN: ") and math.isnan(unscored.score_b)
+    # the two Mars samples (a good row and its flawed twin, with the same answer) are NaN in run B
+    assert faithfulness.n == 14 and faithfulness.left_out == 2
+    assert len(faithfulness.unscored) == 2
+    for unscored in faithfulness.unscored:
+        assert "Mars" in unscored.question and unscored.why_b.startswith("NaN: ")
+        assert math.isnan(unscored.score_b)
     assert comparison.metric("context_precision").down == 0 < comparison.metric("context_precision").up
     similarity = comparison.metric("answer_similarity")  # one embedder: nothing moves
     assert (similarity.up, similarity.down, similarity.unchanged) == (0, 0, 16)
@@ -165,7 +168,7 @@ def test_markdown_html_and_dict_show_every_metric(runs):
     for metric in METRICS:
         assert f"| {metric} |" in markdown and f"<td>{metric}</td>" in page
     assert "rules-lenient -> rules-strict" in markdown and "CI excludes 0" in markdown
-    assert "Left out, NaN in a run: 1 sample:" in markdown
+    assert "Left out, NaN in a run: 2 samples:" in markdown
     assert "<script" not in page and "http" not in page and "<style>" in page
     data = json.loads(json.dumps(comparison.to_dict(), allow_nan=False))
     assert data["metrics"][0]["interval"] == list(comparison.metric("faithfulness").interval)
