@@ -72,6 +72,9 @@ class JudgeServer:
         # (a replay of the same prompts would otherwise skip its prefill).
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib), "HF_HUB_OFFLINE": "1",
                "TRANSFORMERS_OFFLINE": "1", "VLLM_SERVER_DEV_MODE": "1"}  # fmt: skip
+        # One engine step prefills up to max_model_len tokens; on two CPU cores that can take minutes (8,176
+        # tokens of 78 requests outran the default 300 s here and the engine died), so allow an hour.
+        env.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "3600")
         cpus = sorted(os.sched_getaffinity(0))
         if len(cpus) <= 4 and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
             # vLLM's CPU backend keeps one core for its scheduler and computes on the rest: on 2 cores that
