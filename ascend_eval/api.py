@@ -28,6 +28,7 @@ from ascend_eval.models.errors import ConfigError, OutputError
 from ascend_eval.models.factory import ModelArg, check, resolve_models
 from ascend_eval.models.lazy import is_loaded, runtime_of
 from ascend_eval.models.spec import Backend
+from ascend_eval.prompts.layout import resolve_layout
 from ascend_eval.results import EvaluationResult, check_output_dir
 from ascend_eval.streaming.local import open_cache, score_samples
 from ascend_eval.streaming.sink import FileSink, MemorySink
@@ -97,6 +98,7 @@ def evaluate(
     judge_mode: str = "classify",
     calibration: str = "auto",
     scoring: str = "auto",
+    prompt_layout: str = "auto",
     column_map: Mapping[str, str] | None = None,
     progress: bool = True,
     chunk_size: int = 1024,
@@ -151,6 +153,11 @@ def evaluate(
             verdict-based score is its expected value under the verdict probabilities: faithfulness is the
             mean p(supported); docs/metrics.md lists each formula). Classify mode only. Recorded in the
             provenance.
+        prompt_layout: "auto" (default: "task_first" for now, see `ascend_eval.prompts.layout.AUTO_LAYOUT`),
+            "sample_first" (each sample whose texts are long enough has its texts written once, before
+            the task, so that all its requests share them as a prefix: `ascend_eval.prompts.layout`) or
+            "task_first" (every prompt carries its own copy of the texts it reads). Recorded in the
+            provenance.
         column_map: our column name -> your dataset's column, e.g. {"user_input": "query"}.
         progress: show a progress bar.
         chunk_size: at most this many requests per backend call (each call's answers are committed to the
@@ -200,6 +207,7 @@ def evaluate(
         raise ConfigError(f"judge_mode={judge_mode!r}; valid: 'classify', 'generate'.")
     calibration = resolve_calibration(calibration, judge_mode=judge_mode, ragas_compat=ragas_compat)
     scoring = resolve_scoring(scoring, judge_mode=judge_mode, ragas_compat=ragas_compat)
+    prompt_layout = resolve_layout(prompt_layout, ragas_compat=ragas_compat)
     if executor not in ("local", "ray"):
         raise ConfigError(f"executor={executor!r}; valid: 'local', 'ray'.")
     folder = None if out is None else check_output_dir(out, inputs=[_path_of(dataset)], what="out")
@@ -215,6 +223,7 @@ def evaluate(
         "judge_mode": judge_mode,
         "calibration": calibration,
         "scoring": scoring,
+        "prompt_layout": prompt_layout,
         "source": stream.source,
         "count": count,
         "memory_budget": memory_budget,
@@ -231,6 +240,7 @@ def evaluate(
                     "memory_budget": memory_budget, "cache_dir": cache_dir, "language": language,
                     "ragas_compat": ragas_compat, "judge_mode": judge_mode, "chunk_size": chunk_size,
                     "dedupe": dedupe, "calibration": calibration_method(calibration), "scoring": scoring,
+                    "prompt_layout": prompt_layout,
                 },
                 settings={"address": ray_address, "num_workers": num_workers},
                 provenance_of=lambda models, tags: _provenance(
@@ -269,6 +279,7 @@ def evaluate(
                 stream, count, chosen, backends, cache, sink.add,
                 language=language, ragas_compat=ragas_compat, judge_mode=judge_mode, chunk_size=chunk_size,
                 calibration=calibration_method(calibration), scoring=scoring, dedupe=dedupe,
+                prompt_layout=prompt_layout,
                 progress=progress, on_round=on_round, on_progress=on_progress, tracer=tracer,
             )  # fmt: skip
             sink.close()  # the last rows are written here, where a full disk is reported as below
@@ -371,6 +382,7 @@ def _provenance(
     judge_mode: str,
     calibration: str,
     scoring: str,
+    prompt_layout: str,
     source: str,
     count: int,
     devices: dict[str, dict[str, Any]],
@@ -389,6 +401,7 @@ def _provenance(
         "judge_mode": judge_mode,
         "calibration": calibration,
         "scoring": scoring,
+        "prompt_layout": prompt_layout,
         "decoding": {"temperature": 0.0, "seed": GenerationParams().seed},
         "dataset": {"source": source, "samples": count},
         "devices": devices,

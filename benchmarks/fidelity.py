@@ -167,15 +167,16 @@ def score_pairs(
     *,
     calibration: str = "auto",
     scoring: str = "auto",
+    prompt_layout: str = "auto",
 ) -> list[dict[str, Any]]:
     """Each pair with its metrics' scores on both members ("scores": metric -> [better, worse]), under
-    `evaluate`'s `calibration` and `scoring`."""
+    `evaluate`'s `calibration`, `scoring` and `prompt_layout`."""
 
     def score(metrics: Sequence[str], language: str, samples: list[dict[str, Any]]) -> dict[str, list[float]]:
         result = ascend_eval.evaluate(
             _columns(samples), list(metrics), judge=judge, embedder=embedder, cache_dir=cache_dir,
             language=language, judge_mode="classify", progress=False, calibration=calibration,
-            scoring=scoring,
+            scoring=scoring, prompt_layout=prompt_layout,
         )  # fmt: skip
         # a metric with settings is a column such as "noise_sensitivity(mode=relevant)"
         columns = {m: next(c for c in result.metrics if c == m or c.startswith(f"{m}(")) for m in metrics}
@@ -213,15 +214,16 @@ def ragas_score_pairs(
 def variant_accuracy(
     pairs: list[dict[str, Any]], variants: Sequence[str], score: Any
 ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-    """Score the pairs once per variant ("calibration/scoring", e.g. "anchored/expected") with
-    `score(pairs, calibration=..., scoring=...)`. Over one request cache every variant after the first
-    asks the judge only its calibration requests: the verdicts are the same requests. Returns the
-    accuracy rows (each with its "variant") and each pair's scores per variant under "variants"."""
+    """Score the pairs once per variant ("calibration/scoring[/prompt layout]", e.g. "anchored/expected" or
+    "anchored/expected/task_first") with `score(pairs, calibration=..., scoring=..., prompt_layout=...)`.
+    Over one request cache every variant after the first of the same layout asks the judge only its
+    calibration requests: the verdicts are the same requests. Returns the accuracy rows (each with its
+    "variant") and each pair's scores per variant under "variants"."""
     rows: list[dict[str, Any]] = []
     for variant in variants:
-        calibration, _, scoring = variant.partition("/")
+        calibration, scoring, layout = [*variant.split("/"), "auto", "auto"][:3]
         started = time.perf_counter()
-        score(pairs, calibration=calibration, scoring=scoring or "auto")
+        score(pairs, calibration=calibration, scoring=scoring or "auto", prompt_layout=layout or "auto")
         print(f"variant {variant}: {time.perf_counter() - started:.0f} s", flush=True)
         rows += [{"variant": variant, **r} for r in accuracy(pairs)]
         for p in pairs:
@@ -326,8 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument(
         "--variants", nargs="*", default=["auto/auto"],
-        help="calibration/scoring pairs to score, first to last over one cache, e.g. off/threshold "
-        "anchored/threshold off/expected anchored/expected (default: evaluate's defaults); none with "
+        help="calibration/scoring[/prompt_layout] to score, first to last over one cache, e.g. off/threshold "
+        "anchored/threshold off/expected anchored/expected anchored/expected/task_first (default: "
+        "evaluate's defaults); none with "
         "--ragas scores RAGAS's side alone (to run it beside ours in another process on the same server)",
     )  # fmt: skip
     parser.add_argument(

@@ -12,6 +12,7 @@ cached. The cache never evicts (the optimistic case; a server with a small cache
 
     python -m benchmarks.prefix_tokens                       # 20 English samples, K=3, SmolLM2's tokenizer
     python -m benchmarks.prefix_tokens --samples 40 --k 5 --languages en zh --tokenizer DIR
+    python -m benchmarks.prefix_tokens --layout task_first sample_first      # both layouts, same samples
 
 Prints, per block size, the prompt tokens per sample (without a cache, and computed with one), and the
 share of each prompt family.
@@ -79,8 +80,11 @@ class RecordingRules:
         return [0.2] * (len(request.labels) - 1) + [0.8]
 
 
-def record(data: dict[str, list], metrics: Sequence[str]) -> list[list[GenerateRequest | ClassifyRequest]]:
-    """The requests each sample's evaluation sends, in the order the judge received them."""
+def record(
+    data: dict[str, list], metrics: Sequence[str], layout: str = "auto"
+) -> list[list[GenerateRequest | ClassifyRequest]]:
+    """The requests each sample's evaluation sends (`layout`: evaluate's `prompt_layout`), in the order the
+    judge received them."""
     rules = RecordingRules()
     per_sample = []
     for i in range(len(data["question"])):
@@ -89,7 +93,7 @@ def record(data: dict[str, list], metrics: Sequence[str]) -> list[list[GenerateR
         judge = ReplayJudge(rules.generate, rules.classify, model_id="rules")
         row = {key: [values[i]] for key, values in data.items()}
         ascend_eval.evaluate(row, list(metrics), judge=judge, embedder=LengthEmbedder(), cache_dir=False,
-                             progress=False)  # fmt: skip
+                             progress=False, prompt_layout=layout)  # fmt: skip
         per_sample.append(list(rules.sent))
     return per_sample
 
@@ -182,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--languages", nargs="+", default=["en"], choices=["en", "zh"])
     parser.add_argument("--tokenizer", type=Path, default=None, help="a checkpoint dir with a chat template")
     parser.add_argument("--label", default="ours")
+    parser.add_argument(
+        "--layout", nargs="+", default=["auto"], choices=["auto", "sample_first", "task_first"],
+        help="the prompt layouts to measure, each on the same samples",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
 
@@ -189,11 +197,14 @@ def main(argv: list[str] | None = None) -> int:
 
     tokenizer = AutoTokenizer.from_pretrained(str(args.tokenizer or default_tokenizer_dir()))
     data = generate(args.samples, seed=args.seed, languages=tuple(args.languages), k=args.k)
-    result = measure(record(data, metric_names()), ChatRenderer(tokenizer))
-    print(table(result, args.label))
+    results = {}
+    for layout in args.layout:
+        results[layout] = measure(record(data, metric_names(), layout), ChatRenderer(tokenizer))
+        print(table(results[layout], f"{args.label} ({layout})"), end="\n\n")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
+        figures = results[args.layout[0]] if len(args.layout) == 1 else results
+        args.json.write_text(json.dumps(figures, indent=2))
     return 0
 
 

@@ -98,8 +98,8 @@ class BatchScorer:
         models: role -> what to build for it (a `ModelSpec`, a name or a runtime), only the roles the
             metrics need.
         settings: the other keyword arguments of each batch's `evaluate()` call (cache_dir, language,
-            ragas_compat, judge_mode, calibration, scoring, chunk_size, dedupe) and `memory_budget` for
-            building the models.
+            ragas_compat, judge_mode, calibration, scoring, prompt_layout, chunk_size, dedupe) and
+            `memory_budget` for building the models.
 
     A model that cannot be built is an error of the run, not of this process: it is raised from the first
     batch (where Ray Data fails the run with it), not from `__init__` (where Ray would start a replacement

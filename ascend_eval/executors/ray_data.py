@@ -57,6 +57,7 @@ from ascend_eval.models.errors import AscendEvalError, ConfigError, DataError, M
 from ascend_eval.models.factory import JUDGE_PARALLELISM, spec_for
 from ascend_eval.models.http import EndpointConfig
 from ascend_eval.models.spec import ModelSpec
+from ascend_eval.prompts.layout import resolve_layout
 from ascend_eval.streaming.records import ScoredSample
 
 __all__ = ["RAY_INSTALL", "RayRun", "default_workers", "score_on_ray"]
@@ -68,8 +69,8 @@ RAY_INSTALL = "pip install 'ascend-eval[ray]'"
 ARGUMENTS = {"judge": "judge", "embedder": "embedder", "reranker": "cross_encoder"}
 """Role -> the evaluate() keyword argument that gives its model."""
 SETTINGS = (
-    "cache_dir", "language", "ragas_compat", "judge_mode", "calibration", "scoring", "chunk_size", "dedupe",
-    "memory_budget",
+    "cache_dir", "language", "ragas_compat", "judge_mode", "calibration", "scoring", "prompt_layout",
+    "chunk_size", "dedupe", "memory_budget",
 )  # fmt: skip
 """The evaluate() keyword arguments each actor passes on as they are (the models it builds itself)."""
 ENDPOINT_PARALLELISM = next(f.default for f in dataclasses.fields(EndpointConfig) if f.name == "parallelism")
@@ -489,8 +490,9 @@ def pickled_rows(ray: Any, rows: Sequence[Mapping[str, Any]], blocks: int) -> An
 
 
 def _verdict_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The calibration and scoring the actors pass to the engine, resolved as `evaluate()` resolves its
-    defaults ("auto"), so that a run started here scores and records details exactly as the local run."""
+    """The calibration, scoring and prompt layout the actors pass to the engine, resolved as `evaluate()`
+    resolves its defaults ("auto"), so that a run started here scores and records details exactly as the
+    local run."""
     how = {
         "judge_mode": settings.get("judge_mode", "classify"),
         "ragas_compat": settings.get("ragas_compat", False),
@@ -498,4 +500,5 @@ def _verdict_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     calibration = settings.get("calibration", "auto")
     resolved = "off" if calibration is None else resolve_calibration(calibration, **how)
     scoring = resolve_scoring(settings.get("scoring", "auto"), **how)
-    return {"calibration": calibration_method(resolved), "scoring": scoring}
+    layout = resolve_layout(settings.get("prompt_layout", "auto"), ragas_compat=how["ragas_compat"])
+    return {"calibration": calibration_method(resolved), "scoring": scoring, "prompt_layout": layout}

@@ -12,14 +12,18 @@ sample first, every request of a sample starts with the same tokens:
     Task: instruction, format     the same for the requests of one prompt family and sample
     Input: the item               each request's own tokens
 
-The block holds the sample's parts in that fixed order, all of them in every request of the sample (a block
-cut after the part a request needs would save nothing, as the sample's other requests compute the whole
-block anyway, and would make the task after it a different prefix for each cut). An input field whose text
-is one of the sample's parts is written as a pointer to it ("the answer in the sample above") instead of a
-second copy. Inputs that point to nothing (a list of statements judged against itself, texts from outside
-the sample) keep the task-first layout, and so does a prompt that must not see the rest of the sample:
-answer_relevancy writes a question from the answer alone, which the sample's own question in view would give
-away.
+An input field whose text is one of the sample's parts is written as a pointer to it ("the answer in the
+sample above") instead of a second copy. The block shows the question and the parts the request's input
+points to, no others, always in the order question, contexts, answer, reference: a request about one
+context shows all of them, so that every request that reads the contexts starts with the same tokens and the
+contexts, the long part of a sample, are computed once per sample. A judge sees what its task is about and
+nothing that could sway it: a faithfulness verdict sees the question and the contexts, not the reference
+answer (with every part in view, the Qwen2.5-Coder-1.5B judge got 4 of 10 WikiEval faithfulness pairs right
+instead of 9, as the reference leaked into verdicts about the contexts). The answer and the reference, being
+short, are computed once per view that shows them. Inputs that point to nothing (a list of statements judged
+against itself, texts from outside the sample) keep the task-first layout, and so does a prompt that must not
+see the rest of the sample: answer_relevancy writes a question from the answer alone, which the sample's own
+question in view would give away.
 
 Classify prompts drop their few-shot examples in this layout: the answer is read from the probabilities of
 the prompt's labels, so the examples no longer teach the format, and after the sample block they would be
@@ -31,9 +35,41 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ascend_eval.text.language import Language
+
+Part = Literal["question", "contexts", "answer", "reference"]
+PARTS: frozenset[Part] = frozenset(get_args(Part))
+"""A sample's parts; a block shows them in this order: question, contexts, answer, reference."""
+
+Layout = Literal["sample_first", "task_first"]
+LAYOUTS: tuple[Layout, ...] = ("sample_first", "task_first")
+
+
+AUTO_LAYOUT: Layout = "task_first"
+"""What "auto" picks. Task first until the sample-first layout passes the fidelity check on a real judge
+(`benchmarks/fidelity.py`, no metric may lose a pair): the layout with every part in view lost faithfulness
+pairs; the layout that shows each task only what it points to is built and measured on tokens, and its
+fidelity run is pending (docs/metrics.md, "Prompt layout")."""
+
+
+def resolve_layout(value: str, *, ragas_compat: bool) -> Layout:
+    """The layout a run renders its prompts in: "sample_first" renders each sample whose texts are long
+    enough (`SampleBlock.pays_off`) sample first; "auto" is `AUTO_LAYOUT`, and "task_first" under
+    `ragas_compat`, as RAGAS lays out its own prompts.
+
+    >>> resolve_layout("auto", ragas_compat=True), resolve_layout("sample_first", ragas_compat=False)
+    ('task_first', 'sample_first')
+    """
+    from ascend_eval.models.errors import ConfigError
+
+    if value not in ("auto", *LAYOUTS):
+        raise ConfigError(f"prompt_layout={value!r}; valid: {', '.join(map(repr, ('auto', *LAYOUTS)))}.")
+    if value == "auto":
+        return "task_first" if ragas_compat else AUTO_LAYOUT
+    return value  # type: ignore[return-value]
+
 
 SAMPLE_FIRST_MIN_TOKENS = 256
 """A sample whose texts are shorter than this (estimated tokens) keeps the task-first layout. Sample first,
@@ -109,6 +145,23 @@ class SampleBlock:
             reference=sample.reference or "",
         )
 
+    @classmethod
+    def of_input(cls, data: dict[str, Any]) -> SampleBlock:
+        """A block made of an input's own fields ("question", "context", "answer" or "response",
+        "reference" or "reference_answer"): a made-up sample, to render a calibration anchor as the requests
+        it calibrates are rendered.
+
+        >>> SampleBlock.of_input({"question": "Q?", "context": "c", "answer": "A."})
+        SampleBlock(question='Q?', contexts=('c',), answer='A.', reference='')
+        """
+
+        def text(*names: str) -> str:
+            return next((data[n] for n in names if isinstance(data.get(n), str)), "")
+
+        context = text("context")
+        return cls(text("question"), (context,) if context else (), text("answer", "response"),
+                   text("reference", "reference_answer"))  # fmt: skip
+
     @property
     def pays_off(self) -> bool:
         """Whether the sample's texts are long enough for the sample-first layout to compute fewer tokens
@@ -131,20 +184,25 @@ class SampleBlock:
         >>> block.pointer("something else", "en") is None, block.pointer("  ", "en") is None
         (True, True)
         """
+        found = self.find(text, language)
+        return None if found is None else found[1]
+
+    def find(self, text: str, language: Language) -> tuple[Part, str] | None:
+        """The part `text` is and the words that point to it, or None."""
         if not text.strip():
             return None
         words = _WORDS[language]
         if text == self.question:
-            return words["to_question"]
+            return "question", words["to_question"]
         if self.contexts and text == "\n".join(self.contexts):
-            return words["to_contexts"]
+            return "contexts", words["to_contexts"]
         for k, context in enumerate(self.contexts, start=1):
             if text == context:
-                return words["to_context"].format(k=k)
+                return "contexts", words["to_context"].format(k=k)
         if text == self.answer:
-            return words["to_answer"]
+            return "answer", words["to_answer"]
         if text == self.reference:
-            return words["to_reference"]
+            return "reference", words["to_reference"]
         return None
 
     def pointers(self, language: Language) -> dict[str, str]:
@@ -160,19 +218,29 @@ class SampleBlock:
             table[words["to_context"].format(k=k)] = context
         return table
 
-    def render(self, language: Language) -> str:
-        """The preamble and the block (its empty parts left out), ending with a blank line."""
+    def render(self, language: Language, view: frozenset[Part] = PARTS) -> str:
+        """The preamble and the block's parts in `view` (empty ones left out, the question always shown),
+        in the order of `PARTS`, ending with a blank line.
+
+        >>> block = SampleBlock(question="Q?", contexts=("a", "b"), answer="A.", reference="R.")
+        >>> print(block.render("en", frozenset({"reference", "contexts"})).split("### Sample\\n")[1].strip())
+        Question: Q?
+        Context 1: a
+        Context 2: b
+        Reference answer: R.
+        """
         words = _WORDS[language]
         lines = [PREAMBLE[language], "", words["sample"]]
         if self.question.strip():
             lines.append(f"{words['question']}: {self.question}")
-        if not self.contexts:
-            lines.append(f"{words['context'].format(k=1)}: {words['no_contexts']}")
-        for k, context in enumerate(self.contexts, start=1):
-            lines.append(f"{words['context'].format(k=k)}: {context}")
-        if self.answer.strip():
+        if "contexts" in view:
+            if not self.contexts:
+                lines.append(f"{words['context'].format(k=1)}: {words['no_contexts']}")
+            for k, context in enumerate(self.contexts, start=1):
+                lines.append(f"{words['context'].format(k=k)}: {context}")
+        if "answer" in view and self.answer.strip():
             lines.append(f"{words['answer']}: {self.answer}")
-        if self.reference.strip():
+        if "reference" in view and self.reference.strip():
             lines.append(f"{words['reference']}: {self.reference}")
         return "\n".join(lines) + "\n\n"
 
@@ -181,25 +249,27 @@ def point(
     data: dict[str, Any], block: SampleBlock | None, language: Language
 ) -> tuple[str, dict[str, Any]] | None:
     """The block text and `data` with the sample's texts written as pointers, or None when no field of
-    `data` is one of the sample's texts (the request then keeps the task-first layout).
+    `data` is one of the sample's texts (the request then keeps the task-first layout). The block shows the
+    question and the parts that `data` points to.
 
     >>> block = SampleBlock(question="Q?", contexts=("a", "b"), answer="A.", reference="R.")
     >>> text, data = point({"context": "a\\nb", "statement": "x"}, block, "en")
     >>> data
     {'context': 'all the contexts in the sample above', 'statement': 'x'}
-    >>> text.rstrip().endswith("Context 2: b\\nAnswer: A.\\nReference answer: R.")
+    >>> text.rstrip().endswith("Question: Q?\\nContext 1: a\\nContext 2: b")
     True
     >>> point({"statements": ["x"]}, block, "en") is None
     True
     """
     if block is None:
         return None
-    out, pointed = dict(data), False
+    out, view = dict(data), set()
     for key, value in data.items():
-        found = block.pointer(value, language) if isinstance(value, str) else None
+        found = block.find(value, language) if isinstance(value, str) else None
         if found is not None:
-            out[key], pointed = found, True
-    return (block.render(language), out) if pointed else None
+            view.add(found[0])
+            out[key] = found[1]
+    return (block.render(language, frozenset(view)), out) if view else None
 
 
 def task_heading(language: Language) -> str:

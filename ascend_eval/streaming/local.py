@@ -16,6 +16,7 @@ from ascend_eval.engine.scheduler import Plan
 from ascend_eval.engine.stats import StageStats
 from ascend_eval.metrics import Metric, PlanContext
 from ascend_eval.models.weights.paths import cache_root
+from ascend_eval.prompts.layout import SampleBlock
 from ascend_eval.streaming.records import ScoredSample
 from ascend_eval.streaming.sink import Collector
 from ascend_eval.text.language import detect_language
@@ -54,6 +55,7 @@ def score_samples(
     judge_mode: str = "classify",
     calibration: str | None = None,
     scoring: str = "threshold",
+    prompt_layout: str = "task_first",
     chunk_size: int = 1024,
     dedupe: bool = True,
     progress: bool = False,
@@ -67,7 +69,9 @@ def score_samples(
     The samples are read as the engine starts their plans, and a plan is made only then: at most the
     engine's window of plans exists at once, so a stream of any length runs in bounded memory.
     `language` is "auto" (per sample, by its share of Chinese characters), "en" or "zh"; `calibration`
-    and `scoring` are `PlanContext`'s.
+    and `scoring` are `PlanContext`'s; `prompt_layout` "sample_first" renders the prompts of each sample
+    whose texts are long enough after its sample block (`prompts/layout.py`), "task_first" renders all
+    of them task first.
     """
     done = LocalRun()
 
@@ -91,12 +95,12 @@ def score_samples(
     def plans() -> Iterator[tuple[tuple[int, str], Plan]]:
         for i, sample in enumerate(samples):
             lang = detect_language(sample.language_text()) if language == "auto" else language
-            # Task first for now: sample first (prompts/layout.py) computes 0.45x the prompt tokens, but on
-            # WikiEval with the Qwen judge it lost faithfulness pairs (9 of 10 right -> 4) and one
-            # nv_context_relevance pair, so it stays off until a layout passes the fidelity check.
+            block = SampleBlock.of(sample) if prompt_layout == "sample_first" else None
             ctx = PlanContext(
-                lang, ragas_compat, judge_mode, calibration=calibration, scoring=scoring  # type: ignore[arg-type]
-            )
+                lang, ragas_compat, judge_mode,  # type: ignore[arg-type]
+                block=block if block is not None and block.pays_off else None,
+                calibration=calibration, scoring=scoring,  # type: ignore[arg-type]
+            )  # fmt: skip
             collector.expect(i, sample, lang)
             for m in metrics:
                 yield (i, m.name), m.plan(sample, ctx)
