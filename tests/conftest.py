@@ -51,11 +51,11 @@ def support_rule(request: ClassifyRequest) -> list[float]:
 
 
 # What `support_rule` scores under the default calibration ("anchored"): its yes-anchors get 0.9 and its
-# no-anchors 0.2, so the threshold is sigmoid((logit .9 + logit .2) / 2) = 0.6, and a verdict p becomes
-# sigmoid(logit p - logit .6): 0.9 -> 6/7, 0.2 -> 1/7. Scored as expected values, a statement found in
-# the context counts 6/7 and one not found 1/7.
-SUPPORT_RULE_YES = 6 / 7
-SUPPORT_RULE_NO = 1 / 7
+# no-anchors 0.2, so the threshold is sigmoid((logit .9 + logit .2) / 2) = 0.6 and the scale puts the
+# anchors at 0.9 and 0.1 (prompts/calibration.py): a verdict of 0.9 reads 0.9, one of 0.2 reads 0.1.
+# Scored as expected values, a statement found in the context counts 0.9 and one not found 0.1.
+SUPPORT_RULE_YES = 0.9
+SUPPORT_RULE_NO = 0.1
 CALIBRATION_REQUESTS = 6
 """Requests one yes/no prompt's calibration sends per language and run (three anchor pairs)."""
 

@@ -37,7 +37,8 @@ class Asked:
         ctx = self.ctx
         self.requests = [self.spec.request(x, ctx.language, ctx.block) for x in self.inputs]
         if ctx.calibration is not None and self.inputs:
-            self.requests += self.spec.calibration_requests(ctx.calibration, ctx.language)
+            sample_first = ctx.block is not None
+            self.requests += self.spec.calibration_requests(ctx.calibration, ctx.language, sample_first)
 
     def read(self, results: Sequence[ClassifyResult]) -> list[Verdict | ParseFailure]:
         """Each input's verdict (or why it cannot be read), calibrated. A calibration answer that cannot
@@ -62,7 +63,9 @@ class Asked:
     def details(self) -> dict[str, Any]:
         """What the calibration measured, for a result's details (nothing without one)."""
         c = self.calibration
-        return {} if c is None else {"calibration": {"method": c.method, "threshold": c.threshold}}
+        if c is None:
+            return {}
+        return {"calibration": {"method": c.method, "threshold": c.threshold, "scale": c.scale}}
 
     def _moved(self, verdict: Verdict) -> Verdict:
         assert self.calibration is not None and verdict.positive is not None

@@ -226,10 +226,15 @@ class ClassifyPromptSpec(Generic[In]):
     answer_prefix: str = ""
     positive: str | None = None
     """For a yes/no prompt, the label meaning "yes" (`Verdict.holds` reads it); None for a rating scale."""
+    anchors: Mapping[Language, Sequence[tuple[In, In]]] = field(default_factory=dict)
+    """(yes-input, no-input) pairs per language that calibrate this yes/no prompt (`prompts/calibration.py`);
+    a language without them is calibrated on the generic sentence anchors."""
 
     def __post_init__(self) -> None:
         if self.positive is not None and self.positive not in self.labels:
             raise ValueError(f"{self.tag}: positive label {self.positive!r} is not one of {self.labels}")
+        if self.anchors and self.positive is None:
+            raise ValueError(f"{self.tag}: calibration anchors need a yes/no prompt (a positive label)")
 
     @property
     def tag(self) -> str:
@@ -255,10 +260,18 @@ class ClassifyPromptSpec(Generic[In]):
             tag=self.tag,
         )
 
-    def calibration_requests(self, method: Method, language: Language) -> list[ClassifyRequest]:
+    def calibration_requests(
+        self, method: Method, language: Language, sample_first: bool = False
+    ) -> list[ClassifyRequest]:
         """The requests whose answers place this yes/no prompt's threshold (`prompts/calibration.py`),
-        always task first: a sample block would put the sample's texts beside the anchors."""
-        return [self.request(x, language) for x in calibration_inputs(self.input, method, language)]
+        laid out as the requests they calibrate: task first, or with `sample_first` each anchor after a
+        block of its own texts (never the sample's: those would sit beside the anchors), without the
+        few-shot examples, as a sample-first request has none. Content-free inputs are always task first:
+        a block of "N/A" is no sample."""
+        inputs = calibration_inputs(self.input, method, language, self.anchors.get(language, ()))
+        if not sample_first or method != "anchored":
+            return [self.request(x, language) for x in inputs]
+        return [self.request(x, language, SampleBlock.of_input(x.model_dump())) for x in inputs]
 
     def parse(self, result: ClassifyResult) -> Verdict | ParseFailure:
         """Check the judge's label probabilities and return them in this prompt's label order.

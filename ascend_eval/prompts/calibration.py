@@ -8,19 +8,30 @@ p(useful) above 0.5, good rows and flawed rows alike, so context_precision tied 
 The calibration measures the lean on the judge itself, once per (judge, prompt, language), and moves the
 threshold to where it sits:
 
-* "anchored" (what `calibration="auto"` picks): the prompt is asked about inputs whose answer is known,
-  built from fixed sentence pairs (`ANCHORS`). Yes-anchors put one sentence in every field (a statement
-  judged against itself, a context that is the answer); no-anchors put a sentence in the context and an
-  unrelated one in every other field. The threshold is the midpoint of the mean yes-anchor and the mean
-  no-anchor log-odds.
+* "anchored" (what `calibration="auto"` picks): the prompt is asked about inputs whose answer is known.
+  A prompt may carry its own (yes, no) anchor inputs per language, written like its real inputs
+  (`ClassifyPromptSpec.anchors`); the others are built from fixed sentence pairs (`ANCHORS`): yes-anchors
+  put one sentence in every field (a statement judged against itself), no-anchors put a sentence in the
+  context and an unrelated one in every other field. The threshold is the midpoint of the mean yes-anchor
+  and the mean no-anchor log-odds. A degenerate yes-anchor is the easiest yes there is, so it sets the
+  threshold high; that suits statement support (a claim must be stated to count), but for context
+  usefulness it put Qwen2.5-Coder-1.5B's threshold above the p(useful) of plainly useful Chinese contexts,
+  which is why that prompt brings anchors of its own: a context that holds the answer's fact among other
+  details, and one on the same subject that lacks it.
 * "content_free": contextual calibration (Zhao et al., 2021, "Calibrate Before Use"): the lean is the
   judge's p(yes) on inputs with no content ("N/A", "" and "[MASK]" in every field), which it treats as a
   50/50 case. For these prompts a content-free input is not neutral: "N/A" supports no statement and helps
   no answer, so the judge rightly leans to "no" there (Qwen: p(supported) 0.22-0.42) and dividing that out
   lowers the threshold below what the judge gives an unrelated context. Kept to measure against.
 
-Either way the verdict probability becomes `sigmoid(logit(p) - logit(threshold))`: p equal to the
-threshold reads 0.5, and the order of probabilities never changes. The calibration requests are ordinary
+Either way the verdict probability becomes `sigmoid(scale * (logit(p) - logit(threshold)))`: p equal to the
+threshold reads 0.5, and the order of probabilities never changes. "anchored" also sets the scale, so that
+the mean yes-anchor reads `TARGET` (0.9) and the mean no-anchor 0.1: a small judge's p(yes) spans a narrow
+band (Qwen2.5-Coder-1.5B: useful Chinese contexts 0.51-0.67 after the shift, off-topic ones 0.24-0.46),
+and expected scores need probabilities on the judge's own scale of sure. Without it, the expected average
+precision of three contexts at (0.34, 0.51, 0.33) came out above that of the one useful context alone
+(0.51): three half-likely contexts make "some context useful at rank 1" likely, so a flawed row outscored
+its good twin on 5 of the 8 first Chinese pairs. The calibration requests are ordinary
 `Classify` requests, rendered task first: every sample of a run asks the same few, so the engine answers
 each once and caches them like any other answer. Rating scales are not calibrated: they are read as
 expected ratings, with no threshold to move. `ragas_compat` turns calibration off, as RAGAS reads verdicts
@@ -61,13 +72,22 @@ ANCHORS: dict[Language, tuple[tuple[str, str], ...]] = {
 }  # fmt: skip
 """(sentence, unrelated sentence) pairs per language: a yes-anchor and a no-anchor each."""
 
+TARGET = 0.9
+"""The p(yes) an "anchored" calibration gives its mean yes-anchor, and 1 - TARGET its mean no-anchor."""
+
 _EDGE = 1e-6
 """Probabilities are clipped to [_EDGE, 1 - _EDGE] before taking log-odds."""
 
 
-def calibration_inputs(input_model: type[BaseModel], method: Method, language: Language) -> list[BaseModel]:
-    """The inputs a prompt is calibrated on. "anchored": the yes-anchors, then the no-anchors (the input
-    must have a `context` field, which holds the anchor sentence); "content_free": one input per text.
+def calibration_inputs(
+    input_model: type[BaseModel],
+    method: Method,
+    language: Language,
+    own: Sequence[tuple[BaseModel, BaseModel]] = (),
+) -> list[BaseModel]:
+    """The inputs a prompt is calibrated on. "anchored": the yes-anchors, then the no-anchors: the prompt's
+    `own` (yes, no) pairs where it has them for `language`, else the generic `ANCHORS` sentence pairs (the
+    input must have a `context` field, which holds the anchor sentence); "content_free": one input per text.
 
     >>> from ascend_eval.prompts.nli import SupportInput
     >>> [(x.context[:12], x.statement[:12]) for x in calibration_inputs(SupportInput, "anchored", "en")][::3]
@@ -78,6 +98,8 @@ def calibration_inputs(input_model: type[BaseModel], method: Method, language: L
     fields = list(input_model.model_fields)
     if method == "content_free":
         return [input_model.model_validate(dict.fromkeys(fields, text)) for text in CONTENT_FREE]
+    if own:
+        return [yes for yes, _ in own] + [no for _, no in own]
     if "context" not in fields:
         raise ValueError(f"{input_model.__name__} has no context field to anchor a calibration on")
     pairs = ANCHORS[language]
@@ -98,32 +120,45 @@ class Calibration:
     method: Method
     threshold: float
     """The judge's p(yes) that the calibration reads as a 50/50 verdict."""
+    scale: float = 1.0
+    """What a verdict's log-odds about the threshold are multiplied by. "anchored" sets it so that the mean
+    yes-anchor reads `TARGET` and the mean no-anchor 1 - `TARGET` (two-point Platt scaling): a judge whose
+    clear cases sit at 0.58 and 0.42 is as sure as one whose clear cases sit at 0.9 and 0.1. It is 1 where
+    the anchors do not come apart (the judge's spread on them says nothing) and for "content_free", which
+    has no no-case."""
 
     @classmethod
     def measured(cls, method: Method, p_yes: Sequence[float]) -> Calibration:
         """The calibration from the judge's p(yes) on `calibration_inputs` (same order).
 
-        >>> Calibration.measured("anchored", [0.8, 0.7, 0.75, 0.6, 0.5, 0.55]).threshold  # zh-like lean
-        0.658449
-        >>> Calibration.measured("content_free", [0.3, 0.4, 0.35]).threshold
-        0.35
+        >>> c = Calibration.measured("anchored", [0.8, 0.7, 0.75, 0.6, 0.5, 0.55])  # zh-like lean
+        >>> c.threshold, round(c.scale, 6)
+        (0.658449, 4.836029)
+        >>> Calibration.measured("anchored", [0.4, 0.4, 0.4, 0.6, 0.6, 0.6]).scale  # anchors the wrong way
+        1.0
+        >>> Calibration.measured("content_free", [0.3, 0.4, 0.35])
+        Calibration(method='content_free', threshold=0.35, scale=1.0)
         """
         if method == "content_free":  # Zhao et al. average the probabilities
             return cls(method, round(sum(p_yes) / len(p_yes), 6))
         logits = [logit(p) for p in p_yes]
         half = len(logits) // 2
-        middle = (sum(logits[:half]) / half + sum(logits[half:]) / (len(logits) - half)) / 2
-        return cls(method, round(1 / (1 + math.exp(-middle)), 6))
+        yes, no = sum(logits[:half]) / half, sum(logits[half:]) / (len(logits) - half)
+        scale = 2 * logit(TARGET) / (yes - no) if yes > no else 1.0
+        return cls(method, round(1 / (1 + math.exp(-(yes + no) / 2)), 6), scale)
 
     def apply(self, p_yes: float) -> float:
-        """`p_yes` with the threshold moved to 0.5: `sigmoid(logit(p) - logit(threshold))`.
+        """`p_yes` with the threshold moved to 0.5 and the spread scaled:
+        `sigmoid(scale * (logit(p) - logit(threshold)))`. The order of probabilities never changes.
 
         >>> c = Calibration("anchored", 0.7)
         >>> round(c.apply(0.7), 6), c.apply(0.6) < 0.5 < c.apply(0.8)
         (0.5, True)
         >>> Calibration("anchored", 0.5).apply(0.62)
         0.62
+        >>> round(Calibration.measured("anchored", [0.9, 0.2]).apply(0.9), 6)  # the yes-anchor reads TARGET
+        0.9
         """
-        if self.threshold == 0.5:
+        if self.threshold == 0.5 and self.scale == 1.0:
             return p_yes
-        return 1 / (1 + math.exp(-(logit(p_yes) - logit(self.threshold))))
+        return 1 / (1 + math.exp(-self.scale * (logit(p_yes) - logit(self.threshold))))

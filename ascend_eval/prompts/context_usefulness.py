@@ -92,6 +92,63 @@ _EXAMPLES = {
     ],
 }
 
+_ANCHOR_TEXTS = {
+    "en": [
+        (
+            "When does the city library open on Saturdays?",
+            "The city library opens at ten on Saturdays and closes at four; on weekdays it stays open late.",
+            "The city library was renovated in 2015 and now has a children's reading room.",
+            "On Saturdays the city library opens at ten.",
+        ),
+        (
+            "Who designed the harbour bridge?",
+            "The harbour bridge was designed by the engineer Maria Lindqvist and opened to traffic in 1974.",
+            "The harbour bridge is painted grey and carries four lanes of traffic.",
+            "The engineer Maria Lindqvist designed the harbour bridge.",
+        ),
+        (
+            "What does the factory produce?",
+            "The factory, founded in 1962, produces bicycle frames and exports most of them to Germany.",
+            "The factory employs about three hundred people and runs two shifts a day.",
+            "The factory produces bicycle frames.",
+        ),
+    ],
+    "zh": [
+        (
+            "市图书馆周六几点开门？",
+            "市图书馆周六上午十点开门，下午四点闭馆；工作日开放到晚上八点。",
+            "市图书馆于2015年翻修，新增了一间儿童阅览室。",
+            "市图书馆周六上午十点开门。",
+        ),
+        (
+            "港口大桥是谁设计的？",
+            "港口大桥由工程师林慧敏设计，1974年建成通车。",
+            "港口大桥通体漆成灰色，桥面有四条车道。",
+            "港口大桥是工程师林慧敏设计的。",
+        ),
+        (
+            "这家工厂生产什么？",
+            "这家工厂创办于1962年，生产自行车车架，产品大多出口德国。",
+            "这家工厂有大约三百名员工，每天两班倒。",
+            "这家工厂生产自行车车架。",
+        ),
+    ],
+}  # fmt: skip
+"""(question, context holding the answer's fact, same-subject context without it, answer) per language:
+invented facts, so that no judge knows them beforehand, in the shape of a retrieved passage and a short
+answer. They calibrate `CONTEXT_USEFUL` (see `prompts/calibration.py` for why this prompt has its own)."""
+
+_ANCHORS = {
+    lang: [
+        (
+            UsefulnessInput(question=q, context=useful, answer=a),
+            UsefulnessInput(question=q, context=off, answer=a),
+        )
+        for q, useful, off, a in rows
+    ]
+    for lang, rows in _ANCHOR_TEXTS.items()
+}
+
 CONTEXT_USEFUL = ClassifyPromptSpec(
     name="context_useful",
     version=1,
@@ -103,6 +160,7 @@ CONTEXT_USEFUL = ClassifyPromptSpec(
         lang: [(x, USEFUL if y.verdict else NOT_USEFUL) for x, y in pairs]
         for lang, pairs in _EXAMPLES.items()
     },
+    anchors=_ANCHORS,  # type: ignore[arg-type]
 )
 
 CONTEXT_USEFUL_VERDICT = PromptSpec(

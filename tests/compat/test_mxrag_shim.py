@@ -33,9 +33,9 @@ from tests.models.tei_standin import EMBED, INFO, TeiStandIn
 
 ROOT = Path(__file__).resolve().parents[2]
 # The stand-in judge says p(supported) = 0.9 for a claim its context holds and 0.3 otherwise. Calibration
-# (on by default) puts the threshold at the midpoint of those log-odds, so a held claim reads
-# sigmoid((logit 0.9 - logit 0.3) / 2) and an unheld one its complement.
-HELD = 1 / (1 + math.exp(-(math.log(0.9 / 0.1) - math.log(0.3 / 0.7)) / 2))
+# (on by default) puts the threshold at the midpoint of those log-odds and scales them so that its anchors,
+# answered the same way, read 0.9 and 0.1: a held claim reads 0.9 and an unheld one 0.1.
+HELD = 0.9
 SDK_KEYS = ["faithfulness", "answer_relevancy", "context_precision", "context_recall", "semantic_similarity"]
 
 

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from ascend_eval.data import Sample
 from ascend_eval.metrics.base import PlanContext
-from ascend_eval.metrics.context_precision import ContextPrecision
+from ascend_eval.metrics.context_precision import ContextPrecision, expected_average_precision
 from ascend_eval.metrics.faithfulness import supported_share
 from ascend_eval.metrics.verdicts import Asked
 from ascend_eval.models.base import ClassifyResult
-from ascend_eval.prompts.calibration import ANCHORS, Calibration, calibration_inputs
+from ascend_eval.prompts.calibration import ANCHORS, TARGET, Calibration, calibration_inputs, logit
 from ascend_eval.prompts.context_usefulness import CONTEXT_USEFUL
-from ascend_eval.prompts.layout import read_input
+from ascend_eval.prompts.layout import SampleBlock, read_block, read_input
 from ascend_eval.prompts.nli import STATEMENT_SUPPORT
 
 YES_NO = (STATEMENT_SUPPORT, CONTEXT_USEFUL)
@@ -22,7 +23,7 @@ YES_NO = (STATEMENT_SUPPORT, CONTEXT_USEFUL)
 
 @pytest.mark.parametrize("spec", YES_NO, ids=lambda s: s.tag)
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_anchors_are_a_yes_case_and_a_no_case_per_sentence_pair(spec, language):
+def test_generic_anchors_are_a_yes_case_and_a_no_case_per_sentence_pair(spec, language):
     inputs = calibration_inputs(spec.input, "anchored", language)
     pairs = ANCHORS[language]
     yes, no = inputs[: len(pairs)], inputs[len(pairs) :]
@@ -38,7 +39,33 @@ def test_calibration_requests_are_task_first_and_the_same_for_every_sample(spec)
     first, again = (spec.calibration_requests("anchored", "en") for _ in range(2))
     assert first == again and len(set(first)) == len(first) == 6  # equal requests: answered once per run
     shown = [read_input(r.messages[-1].content) for r in first]
-    assert shown == [x.model_dump() for x in calibration_inputs(spec.input, "anchored", "en")]
+    own = spec.anchors.get("en", ())
+    assert shown == [x.model_dump() for x in calibration_inputs(spec.input, "anchored", "en", own)]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_context_usefulness_is_anchored_on_inputs_like_its_own(language):
+    """Yes: the context holds the answer among other details; no: the same subject without the fact."""
+    own = CONTEXT_USEFUL.anchors[language]
+    inputs = calibration_inputs(CONTEXT_USEFUL.input, "anchored", language, own)
+    assert len(own) == 3 and inputs == [y for y, _ in own] + [n for _, n in own]
+    for yes, no in own:
+        assert (yes.question, yes.answer) == (no.question, no.answer) and yes.context != no.context
+        assert len(yes.context) > len(yes.answer)  # the fact among other details, not the answer itself
+    # The generic anchors stay where a prompt has none of its own.
+    assert STATEMENT_SUPPORT.anchors == {}
+    generic = calibration_inputs(STATEMENT_SUPPORT.input, "anchored", language)
+    assert generic[0].statement == ANCHORS[language][0][0]
+
+
+def test_anchors_need_a_yes_no_prompt():
+    from dataclasses import replace
+
+    from ascend_eval.prompts.context_relevance import RELEVANCE_JUDGE_1
+
+    rating = RELEVANCE_JUDGE_1.classify
+    with pytest.raises(ValueError, match="yes/no prompt"):
+        replace(rating, anchors=CONTEXT_USEFUL.anchors)
 
 
 def test_the_threshold_reads_as_an_even_verdict_and_order_is_kept():
@@ -124,3 +151,47 @@ def test_context_precision_calibrated_and_expected():
     # E[AP] over the four outcomes of (0.58, 0.9): [1,1] -> 1, [1,0] -> 1, [0,1] -> 0.5, [0,0] -> 0
     want = 0.58 * 0.9 + 0.58 * 0.1 + 0.42 * 0.9 * 0.5
     assert expected.score == pytest.approx(want)
+
+
+@pytest.mark.parametrize("spec", YES_NO, ids=lambda s: s.tag)
+def test_sample_first_calibration_is_laid_out_as_the_requests_it_calibrates(spec):
+    """Sample first, a verdict request has no few-shot examples and reads its texts from a block above the
+    task: its anchors are asked the same way, each after a block of its own texts."""
+    own = spec.anchors.get("en", ())
+    inputs = calibration_inputs(spec.input, "anchored", "en", own)
+    task_first = spec.calibration_requests("anchored", "en")
+    sample_first = spec.calibration_requests("anchored", "en", sample_first=True)
+    assert all(read_block(r.messages[-1].content) is None for r in task_first)
+    for request, x in zip(sample_first, inputs, strict=True):
+        content = request.messages[-1].content
+        read = read_block(content)
+        assert read is not None and read[0].contexts == (x.context,) and "Example 1" not in content
+        assert read_input(content) == x.model_dump()
+    assert all(read_block(r.messages[-1].content) is None
+               for r in spec.calibration_requests("content_free", "en", sample_first=True))  # fmt: skip
+    # A plan asks the calibration of its sample's layout.
+    sample = SampleBlock(question="Q?", contexts=("x " * 600,), answer="A.", reference="R.")
+    item = spec.input.model_validate(dict.fromkeys(spec.input.model_fields, "x " * 600) | {"question": "Q?"})
+    asked = Asked(spec, [item], PlanContext("en", block=sample, calibration="anchored"))
+    assert asked.requests[1:] == sample_first
+    assert Asked(spec, [item], PlanContext("en", calibration="anchored")).requests[1:] == task_first
+
+
+def test_the_scale_keeps_one_useful_context_above_the_same_context_padded_with_off_topic_ones():
+    """What Qwen2.5-Coder-1.5B did on the first Chinese context pairs: it gave the useful context more than
+    the off-topic ones every time, but all within a narrow band. Shifted only, the expected average
+    precision of the flawed row (off-topic, useful, off-topic) came out above the good row's single useful
+    context; scaled as well, the good row leads."""
+    anchors = [0.77, 0.82, 0.86, 0.42, 0.60, 0.59]  # its Chinese context_useful anchors (docs/metrics.md)
+    useful, off_topic = 0.70, 0.54
+    calibration = Calibration.measured("anchored", anchors)
+    shifted = replace(calibration, scale=1.0)
+    for c, good_wins in ((shifted, False), (calibration, True)):
+        good = expected_average_precision([c.apply(useful)])
+        flawed = expected_average_precision([c.apply(off_topic), c.apply(useful), c.apply(off_topic)])
+        assert (good > flawed) is good_wins, (c, good, flawed)
+    # the anchors land where the scale puts them, and the order of verdicts is kept
+    logits = [logit(p) for p in anchors]
+    assert logit(calibration.apply(0.5)) < logit(calibration.apply(0.6))
+    mean_yes = 1 / (1 + math.exp(-sum(logits[:3]) / 3))
+    assert calibration.apply(mean_yes) == pytest.approx(TARGET, abs=1e-5)
