@@ -161,4 +161,5 @@ class Calibration:
         """
         if self.threshold == 0.5 and self.scale == 1.0:
             return p_yes
-        return 1 / (1 + math.exp(-self.scale * (logit(p_yes) - logit(self.threshold))))
+        # rounded so that a verdict the calibration reads as even is 0.5 exactly, not 0.5 +- 1 ulp
+        return round(1 / (1 + math.exp(-self.scale * (logit(p_yes) - logit(self.threshold)))), 12)
