@@ -37,6 +37,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from ascend_eval.models.errors import ConfigError
 from ascend_eval.text.language import Language
 
 Part = Literal["question", "contexts", "answer", "reference"]
@@ -62,8 +63,6 @@ def resolve_layout(value: str, *, ragas_compat: bool) -> Layout:
     >>> resolve_layout("auto", ragas_compat=True), resolve_layout("sample_first", ragas_compat=False)
     ('task_first', 'sample_first')
     """
-    from ascend_eval.models.errors import ConfigError
-
     if value not in ("auto", *LAYOUTS):
         raise ConfigError(f"prompt_layout={value!r}; valid: {', '.join(map(repr, ('auto', *LAYOUTS)))}.")
     if value == "auto":
@@ -220,7 +219,7 @@ class SampleBlock:
 
     def render(self, language: Language, view: frozenset[Part] = PARTS) -> str:
         """The preamble and the block's parts in `view` (empty ones left out, the question always shown),
-        in the order of `PARTS`, ending with a blank line.
+        in the order question, contexts, answer, reference, ending with a blank line.
 
         >>> block = SampleBlock(question="Q?", contexts=("a", "b"), answer="A.", reference="R.")
         >>> print(block.render("en", frozenset({"reference", "contexts"})).split("### Sample\\n")[1].strip())
