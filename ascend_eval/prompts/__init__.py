@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ascend_eval.prompts.answer_accuracy import ACCURACY_JUDGE_1, ACCURACY_JUDGE_2
+from ascend_eval.prompts.answer_coverage import ANSWERS_QUESTION, ANSWERS_QUESTION_VERDICT
 from ascend_eval.prompts.base import (
     VERDICT_THRESHOLD,
     ClassifyPromptSpec,
@@ -49,6 +50,8 @@ PROMPTS: dict[str, PromptSpec[Any, Any] | ClassifyPromptSpec[Any]] = prompts_by_
     CORRECTNESS,
     ENTITIES,
     RESPONSE_QUESTION,
+    ANSWERS_QUESTION,
+    ANSWERS_QUESTION_VERDICT,
     *(form for rating in _RATINGS for form in (rating.classify, rating.generate)),
 )
 """Every prompt by its `name@version` tag: what a request's `tag` names, in results, traces and caches."""

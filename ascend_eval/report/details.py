@@ -33,6 +33,7 @@ HEADERS = {
     "p_useful": "p(useful)",
     "p_response_supported": "p(supported by reference)",
     "p_reference_covered": "p(covered by response)",
+    "p_answers": "p(answers every part)",
     "similarities": "similarity",
     "ratings": "rating",
     "probs": "label probabilities",
@@ -42,7 +43,15 @@ HEADERS = {
 }
 
 LOW_IS_BAD = frozenset(
-    {"p_supported", "p_useful", "p_response_supported", "p_reference_covered", "similarities", "ratings"}
+    {
+        "p_supported",
+        "p_useful",
+        "p_response_supported",
+        "p_reference_covered",
+        "p_answers",
+        "similarities",
+        "ratings",
+    }
 )
 """Columns whose values below 0.5 (or a false verdict) are what pulls a score down; they are marked."""
 

@@ -47,8 +47,21 @@ LEGACY = [
         {"weights": [0.5, 0.5], "beta": 2.0},
         "answer_correctness",
     ),
-    ("AnswerRelevancy", {"strictness": 5}, ours.AnswerRelevancy, {"strictness": 5}, "answer_relevancy"),
-    ("ResponseRelevancy", {"strictness": 2}, ours.AnswerRelevancy, {"strictness": 2}, "answer_relevancy"),
+    # coverage is our default; the drop-in's ragas_compat=True leaves it out of the score
+    (
+        "AnswerRelevancy",
+        {"strictness": 5},
+        ours.AnswerRelevancy,
+        {"strictness": 5, "coverage": True},
+        "answer_relevancy",
+    ),
+    (
+        "ResponseRelevancy",
+        {"strictness": 2},
+        ours.AnswerRelevancy,
+        {"strictness": 2, "coverage": True},
+        "answer_relevancy",
+    ),
     (
         "SemanticSimilarity",
         {"threshold": 0.8},
@@ -119,7 +132,7 @@ COLLECTIONS = [
         "AnswerRelevancy",
         {"strictness": 4, "embeddings": True},
         ours.AnswerRelevancy,
-        {"strictness": 4},
+        {"strictness": 4, "coverage": True},
         "answer_relevancy",
     ),
     ("ContextEntityRecall", {}, ours.ContextEntityRecall, {"extractor": "judge"}, "context_entity_recall"),

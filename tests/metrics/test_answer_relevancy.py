@@ -1,5 +1,6 @@
-"""answer_relevancy: seeded question generations, query embeddings, noncommittal and NaN rules, on recorded
-judge outputs (data/judge/answer_relevancy.json: generation i is the request with sampling seed i)."""
+"""answer_relevancy: seeded question generations, query embeddings, noncommittal and NaN rules, and the
+coverage verdict that weights the score, on recorded judge outputs (data/judge/answer_relevancy.json:
+generation i is the request with sampling seed i)."""
 
 from __future__ import annotations
 
@@ -34,9 +35,9 @@ EN = Sample(user_input="Where is the Eiffel Tower located?", response="The Eiffe
 ZH = Sample(user_input="长城在哪里？", response="长城位于中国北方。")
 
 
-def run(metric, sample, judge, embedder, *, language="en", compat=False):
+def run(metric, sample, judge, embedder, *, language="en", compat=False, **how):
     engine = Engine(Backends(judge=judge, embedder=embedder))
-    return engine.run({0: metric.plan(sample, PlanContext(language, ragas_compat=compat))})[0]
+    return engine.run({0: metric.plan(sample, PlanContext(language, ragas_compat=compat, **how))})[0]
 
 
 def expected(embedder, user_input, questions):
@@ -53,8 +54,9 @@ def test_mean_cosine_of_seeded_generations(ngram_embedder, compat, sample, langu
     # a written question equal to the user's (zh), which the engine answers from round 1's embedding
     written = len(set(QUESTIONS[language]) - {sample.user_input})
     assert ngram_embedder.calls == [("query", 1), ("query", written)]
-    # three generations differ only in their seed, so they are three batches of one request each
-    assert judge.calls == [("generate", 1)] * 3
+    # three generations differ only in their seed, so they are three batches of one request each; the
+    # coverage verdict is one classify request, left out under ragas_compat
+    assert sorted(judge.calls) == [("classify", 1)] * (not compat) + [("generate", 1)] * 3
     assert result.score == pytest.approx(expected(ngram_embedder, sample.user_input, QUESTIONS[language]))
     assert result.details["questions"] == QUESTIONS[language]
 
@@ -62,7 +64,7 @@ def test_mean_cosine_of_seeded_generations(ngram_embedder, compat, sample, langu
 def test_requests_are_sampled_with_distinct_seeds_in_the_sample_language():
     seen = []
     judge = ReplayJudge(lambda r: seen.append(r) or '{"question": "长城在哪里？", "noncommittal": 0}')
-    assert run(AnswerRelevancy(strictness=4), ZH, judge, _Table(), language="zh").ok
+    assert run(AnswerRelevancy(strictness=4, coverage=False), ZH, judge, _Table(), language="zh").ok
     assert sorted(r.params.seed for r in seen) == [0, 1, 2, 3]
     assert {r.params.temperature for r in seen} == {0.3}
     assert all(r.messages == seen[0].messages for r in seen)
@@ -72,7 +74,7 @@ def test_requests_are_sampled_with_distinct_seeds_in_the_sample_language():
 def test_strictness_one_is_greedy(ngram_embedder):
     seen = []
     judge = ReplayJudge(lambda r: seen.append(r) or '{"question": "Where is it?", "noncommittal": 0}')
-    run(AnswerRelevancy(strictness=1), EN, judge, ngram_embedder)
+    run(AnswerRelevancy(strictness=1, coverage=False), EN, judge, ngram_embedder)
     assert [r.params.temperature for r in seen] == [0.0]
 
 
@@ -158,7 +160,8 @@ def test_blank_inputs(ngram_embedder):
     no_question = run(AnswerRelevancy(), Sample(user_input="", response="Paris."), judge, ngram_embedder)
     assert no_question.reason == "empty_user_input" and judge.calls == []
     compat = run(AnswerRelevancy(), Sample(user_input="Q?", response=""), judge, ngram_embedder, compat=True)
-    assert compat.ok and len(judge.calls) == 3  # RAGAS asks the judge about an empty response too
+    # RAGAS asks the judge about an empty response too; compat asks no coverage verdict
+    assert compat.ok and len(judge.calls) == 3
 
 
 @pytest.mark.parametrize("strictness", [0, -1, 2.5, True, "3"])
@@ -167,6 +170,82 @@ def test_bad_strictness(strictness):
         AnswerRelevancy(strictness=strictness)
 
 
+@pytest.mark.parametrize("coverage", [1, None, "yes"])
+def test_bad_coverage(coverage):
+    with pytest.raises(ConfigError, match="coverage"):
+        AnswerRelevancy(coverage=coverage)
+
+
 def test_roles_and_params():
     metric = AnswerRelevancy(strictness=5)
-    assert metric.roles == {"judge", "embedder"} and metric.params == {"strictness": 5}
+    assert metric.roles == {"judge", "embedder"} and metric.params == {"strictness": 5, "coverage": True}
+    assert AnswerRelevancy(coverage=False).params == {"strictness": 3, "coverage": False}
+
+
+@pytest.mark.parametrize(("sample", "language", "p"), [(EN, "en", 0.8), (ZH, "zh", 0.7)])
+def test_the_coverage_verdict_weights_the_score(ngram_embedder, sample, language, p):
+    cosine_only = expected(ngram_embedder, sample.user_input, QUESTIONS[language])
+    threshold = run(AnswerRelevancy(), sample, scripted(), ngram_embedder, language=language)
+    assert threshold.score == pytest.approx(cosine_only)  # the verdict holds: weight 1
+    assert threshold.details["answers_question"] == 1 and threshold.details["p_answers"] == p
+    scored = run(AnswerRelevancy(), sample, scripted(), ngram_embedder, language=language, scoring="expected")
+    assert scored.score == pytest.approx(cosine_only * p)
+    off = run(AnswerRelevancy(coverage=False), sample, scripted(), ngram_embedder, language=language)
+    assert off.score == pytest.approx(cosine_only) and "answers_question" not in off.details
+
+
+def test_a_partial_answer_is_weighted_down(ngram_embedder):
+    cosine_only = expected(ngram_embedder, EN.user_input, QUESTIONS["en"])
+    judge = scripted("partial")  # p(answers every part) = 0.25
+    assert run(AnswerRelevancy(), EN, judge, ngram_embedder).score == 0.0
+    expected_score = run(AnswerRelevancy(), EN, judge, ngram_embedder, scoring="expected").score
+    assert expected_score == pytest.approx(cosine_only * 0.25)
+    # ragas_compat leaves the verdict out: the cosine alone, as RAGAS scores it
+    compat = scripted("partial")
+    assert run(AnswerRelevancy(), EN, compat, ngram_embedder, compat=True).score == pytest.approx(cosine_only)
+    assert ("classify", 1) not in compat.calls
+
+
+def test_generate_mode_asks_the_verdict_as_json(ngram_embedder):
+    cosine_only = expected(ngram_embedder, EN.user_input, QUESTIONS["en"])
+    judge = scripted()
+    whole = run(AnswerRelevancy(), EN, judge, ngram_embedder, judge_mode="generate")
+    assert whole.score == pytest.approx(cosine_only) and whole.details["answers_question"] == 1
+    assert whole.details["coverage_reason"].startswith("It says where the tower is")
+    assert ("classify", 1) not in judge.calls
+    partial = run(AnswerRelevancy(), EN, scripted("partial"), ngram_embedder, judge_mode="generate")
+    assert partial.score == 0.0 and partial.details["answers_question"] == 0
+    zh_judge = scripted("full-width")
+    zh = run(AnswerRelevancy(), ZH, zh_judge, ngram_embedder, language="zh", judge_mode="generate")
+    assert zh.score == pytest.approx(expected(ngram_embedder, ZH.user_input, QUESTIONS["zh"]))
+
+
+@pytest.mark.parametrize(("variant", "judge_mode"), [("wrong-labels", "classify"), ("truncated", "generate")])
+def test_an_unreadable_coverage_verdict_is_nan_with_its_reason(ngram_embedder, variant, judge_mode):
+    result = run(AnswerRelevancy(), EN, scripted(variant), ngram_embedder, judge_mode=judge_mode)
+    assert math.isnan(result.score) and result.details["verdict"] == "answers_question"
+    assert result.reason.startswith("truncated" if variant == "truncated" else "parse_failure")
+
+
+def test_the_coverage_verdict_is_calibrated_on_its_own_anchors(ngram_embedder):
+    from ascend_eval.prompts.answer_coverage import ANSWERS_QUESTION
+
+    seen = []
+    complete = [yes.response for yes, _ in ANSWERS_QUESTION.anchors["en"]]
+
+    def rule(request):  # p(answers) 0.7 on the anchors' complete answers, 0.3 on their partial ones
+        seen.append(request)
+        return [0.3, 0.7] if any(r in request.messages[-1].content for r in complete) else [0.7, 0.3]
+
+    recorded = scripted().recorded
+    judge = ReplayJudge(recorded=recorded, classify_rule=rule)
+    result = run(AnswerRelevancy(), EN, judge, ngram_embedder, calibration="anchored", scoring="expected")
+    anchors = ANSWERS_QUESTION.calibration_requests("anchored", "en", False)
+    assert len(seen) == len(anchors) == 6
+    assert result.details["calibration"]["method"] == "anchored"
+    # threshold at the anchors' midpoint (p 0.5), scale so that the complete anchors read 0.9
+    logit = lambda q: math.log(q / (1 - q))  # noqa: E731
+    moved = 1 / (1 + math.exp(-logit(0.8) * logit(0.9) / logit(0.7)))
+    assert result.details["p_answers"] == pytest.approx(moved, abs=1e-6)
+    cosine_only = expected(ngram_embedder, EN.user_input, QUESTIONS["en"])
+    assert result.score == pytest.approx(cosine_only * result.details["p_answers"], abs=1e-6)

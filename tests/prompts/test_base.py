@@ -136,7 +136,7 @@ def test_every_prompt_is_registered_once_by_its_tag():
 
     assert all(tag == spec.tag for tag, spec in PROMPTS.items())
     assert STATEMENTS in PROMPTS.values() and STATEMENT_SUPPORT in PROMPTS.values()
-    assert len(PROMPTS) == 21  # 9 prompts, and 6 rating judges in both a classify and a JSON form
+    assert len(PROMPTS) == 23  # 11 prompts, and 6 rating judges in both a classify and a JSON form
     with pytest.raises(ValueError, match="Two prompts are tagged 'statements@1'"):
         prompts.prompts_by_tag(STATEMENTS, replace(STATEMENTS, instruction={"en": "other", "zh": "其他"}))
 
