@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from ascend_eval.prompts.base import ClassifyPromptSpec, PromptSpec
-
-ANSWERS, DOES_NOT = "1", "0"
+from ascend_eval.prompts.base import yes_no_forms
 
 
 class CoverageInput(BaseModel):
@@ -135,25 +133,12 @@ _ANCHORS = {
     for lang, rows in _ANCHOR_TEXTS.items()
 }
 
-ANSWERS_QUESTION = ClassifyPromptSpec(
-    name="answers_question",
-    version=1,
-    instruction=_TASK,
-    input=CoverageInput,
-    labels=(DOES_NOT, ANSWERS),
-    positive=ANSWERS,
-    examples={
-        lang: [(x, ANSWERS if y.verdict else DOES_NOT) for x, y in pairs] for lang, pairs in _EXAMPLES.items()
-    },
-    anchors=_ANCHORS,  # type: ignore[arg-type]
-)
-
-ANSWERS_QUESTION_VERDICT = PromptSpec(
-    name="answers_question_verdict",
-    version=1,
-    instruction={lang: _TASK[lang] + _REASON_FIRST[lang] for lang in _TASK},  # type: ignore[index]
-    input=CoverageInput,
-    output=CoverageVerdict,
-    examples=_EXAMPLES,
-    max_tokens=256,
+ANSWERS_QUESTION, ANSWERS_QUESTION_VERDICT = yes_no_forms(
+    "answers_question",
+    _TASK,
+    _REASON_FIRST,
+    CoverageInput,
+    CoverageVerdict,
+    _EXAMPLES,
+    _ANCHORS,  # type: ignore[arg-type]
 )

@@ -312,6 +312,44 @@ class ClassifyPromptSpec(Generic[In]):
         return verdicts
 
 
+def yes_no_forms(
+    name: str,
+    task: Mapping[Language, str],
+    reason_first: Mapping[Language, str],
+    input: type[In],
+    output: type[Out],
+    examples: Mapping[Language, Sequence[tuple[In, Out]]],
+    anchors: Mapping[Language, Sequence[tuple[In, In]]],
+) -> tuple[ClassifyPromptSpec[In], PromptSpec[In, Out]]:
+    """One yes/no judgement in its two forms: a `Classify` prompt `name` read from the probabilities of
+    "0" and "1" (calibrated on `anchors`), and the JSON prompt `name_verdict` for the "generate" judge
+    mode, whose `output` has `reason` then `verdict` (1 for yes) and whose instruction asks for the reason
+    first. The same `examples` teach both: the classify form reads their verdicts as its labels."""
+    classify = ClassifyPromptSpec(
+        name=name,
+        version=1,
+        instruction=dict(task),
+        input=input,
+        labels=("0", "1"),
+        positive="1",
+        examples={
+            lang: [(x, "1" if y.verdict else "0") for x, y in pairs]  # type: ignore[attr-defined]
+            for lang, pairs in examples.items()
+        },
+        anchors=anchors,
+    )
+    generate = PromptSpec(
+        name=f"{name}_verdict",
+        version=1,
+        instruction={lang: task[lang] + reason_first[lang] for lang in task},
+        input=input,
+        output=output,
+        examples=examples,
+        max_tokens=256,
+    )
+    return classify, generate
+
+
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 # Full-width punctuation that judges sometimes emit in JSON structure when answering in Chinese.
 _FULL_WIDTH = str.maketrans(

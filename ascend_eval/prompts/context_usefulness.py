@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from ascend_eval.prompts.base import ClassifyPromptSpec, PromptSpec
+from ascend_eval.prompts.base import yes_no_forms
 
 USEFUL, NOT_USEFUL = "1", "0"
 
@@ -149,26 +149,12 @@ _ANCHORS = {
     for lang, rows in _ANCHOR_TEXTS.items()
 }
 
-CONTEXT_USEFUL = ClassifyPromptSpec(
-    name="context_useful",
-    version=1,
-    instruction=_TASK,
-    input=UsefulnessInput,
-    labels=(NOT_USEFUL, USEFUL),
-    positive=USEFUL,
-    examples={
-        lang: [(x, USEFUL if y.verdict else NOT_USEFUL) for x, y in pairs]
-        for lang, pairs in _EXAMPLES.items()
-    },
-    anchors=_ANCHORS,  # type: ignore[arg-type]
-)
-
-CONTEXT_USEFUL_VERDICT = PromptSpec(
-    name="context_useful_verdict",
-    version=1,
-    instruction={lang: _TASK[lang] + _REASON_FIRST[lang] for lang in _TASK},  # type: ignore[index]
-    input=UsefulnessInput,
-    output=UsefulnessVerdict,
-    examples=_EXAMPLES,
-    max_tokens=256,
+CONTEXT_USEFUL, CONTEXT_USEFUL_VERDICT = yes_no_forms(
+    "context_useful",
+    _TASK,
+    _REASON_FIRST,
+    UsefulnessInput,
+    UsefulnessVerdict,
+    _EXAMPLES,
+    _ANCHORS,  # type: ignore[arg-type]
 )
