@@ -21,8 +21,8 @@ Default behaviour, and what `ragas_compat=True` does instead (RAGAS legacy):
 * each cosine is clipped at 0, so the score lies in [0, 1]; compat: no clipping.
 * empty written questions are dropped; compat keeps them in the mean (embedded as the empty string) and
   gives NaN ("no_questions") only when every question is exactly "".
-* when every parsed generation is noncommittal the score is 0.0 at once (no embeddings); compat checks
-  for empty questions first, as RAGAS does.
+* when every parsed generation is noncommittal, or the coverage weight is 0, the score is 0.0 at once (no
+  embeddings); compat checks for empty questions first, as RAGAS does.
 * a generation that fails to parse is dropped, and the score is NaN only when none is left (the first
   failure's reason); compat: any failure makes the score NaN, as RAGAS raises (RAGAS first makes one
   hidden "fix the format" call; we never do).
@@ -135,8 +135,8 @@ class AnswerRelevancy(Metric):
             for i in range(self.strictness)
         ]
         covered = None if compat or not self.coverage else _Coverage(sample, ctx)
-        asked = [EmbedRequest(question, kind="query"), *generations]
-        [question_vec, *answers] = yield asked + (covered.requests if covered else [])
+        first = [EmbedRequest(question, kind="query"), *generations]
+        [question_vec, *answers] = yield first + (covered.requests if covered else [])
         raws = answers[: self.strictness]
         gate = covered.read(answers[self.strictness :]) if covered else None
         if isinstance(gate, MetricResult):
@@ -167,7 +167,7 @@ class AnswerRelevancy(Metric):
                 return MetricResult.nan("no_questions", **details)
             kept = questions
         else:
-            if all(flags):
+            if all(flags) or gate == 0.0:  # evasive, or answers nothing asked: no need to embed
                 return MetricResult(0.0, details=details)
             kept = [q for q in questions if q.strip()]
             if not kept:

@@ -197,7 +197,9 @@ def test_the_coverage_verdict_weights_the_score(ngram_embedder, sample, language
 def test_a_partial_answer_is_weighted_down(ngram_embedder):
     cosine_only = expected(ngram_embedder, EN.user_input, QUESTIONS["en"])
     judge = scripted("partial")  # p(answers every part) = 0.25
+    calls_before = len(ngram_embedder.calls)
     assert run(AnswerRelevancy(), EN, judge, ngram_embedder).score == 0.0
+    assert len(ngram_embedder.calls) == calls_before + 1  # a zero weight needs no question embeddings
     expected_score = run(AnswerRelevancy(), EN, judge, ngram_embedder, scoring="expected").score
     assert expected_score == pytest.approx(cosine_only * 0.25)
     # ragas_compat leaves the verdict out: the cosine alone, as RAGAS scores it
