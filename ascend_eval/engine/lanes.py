@@ -123,6 +123,11 @@ class Lane:
             for thread in self._threads:
                 thread.join()
 
+    def idle(self) -> bool:
+        """Nothing queued and nothing in a backend call: every answer this lane will give is on `out`."""
+        with self._cond:
+            return not self._groups and self.in_flight == 0
+
     def _start_workers(self) -> None:
         # Daemon threads: after Ctrl-C the process must not wait for a request still in flight.
         while len(self._threads) < self.concurrency:
@@ -161,10 +166,12 @@ class Lane:
             self._store(codec, batch, results)
             done = Done([job.slot for job in batch], results, time.perf_counter() - started, computed)
             with self._cond:
+                # On the queue before the count drops: a lane that reads idle has handed out every answer.
+                if not self._stopped:
+                    self._out.put(done)
                 self.in_flight -= len(batch)
                 if self._stopped:
                     return
-            self._out.put(done)
 
     def _store(self, codec: Codec[Any, Any], batch: list[Job], results: list[Result | str]) -> None:
         """Commit the call's answers now, on this thread: the engine's thread may be busy for a while

@@ -266,6 +266,7 @@ class _Run:
         self.seq = 0
         self.started = time.perf_counter()
         self.last_progress = 0.0
+        self.unsticks = 0
 
     # The loop
 
@@ -281,6 +282,8 @@ class _Run:
                 done = self.done_queue.get(timeout=min(0.5, self.engine.progress_interval))
             except queue.Empty:
                 self._report_progress()
+                if self._stalled():
+                    self._unstick()
                 continue
             self._receive(done)
             while True:  # everything that is back already, before the plans move on
@@ -301,6 +304,48 @@ class _Run:
         if not finished:
             for live in self.live.values():
                 live.plan.close()
+
+    def _stalled(self) -> bool:
+        """Nothing can arrive any more, yet the run is not over: every lane is idle (its answers already
+        on the queue, which is empty) while plans wait or a full window keeps new plans out. That is a
+        bug of the engine's own bookkeeping; `_unstick` gets the run going again instead of waiting on
+        an empty queue for ever."""
+        if not self.live and (self.exhausted or not self.slots):
+            return False
+        lanes_idle = all(lane.idle() for lane in self.lanes.values())
+        return lanes_idle and self.done_queue.empty() and not self.ready and not self.lookups
+
+    def _unstick(self) -> None:
+        """End with an engine_error each live plan that waits for an answer no open request will give;
+        send again, through the cache, every open request a live plan waits for; and drop the open
+        requests that no live plan waits for (their plans failed). Logged as an error with the counts, so
+        that the bug behind it can be found. After `_MAX_UNSTICKS` recoveries the live plans end with an
+        engine_error instead: a run never waits for ever."""
+        self.unsticks += 1
+        asked = {waiter for slot in self.slots.values() for waiter in slot.waiters}
+        lost = [
+            pid
+            for pid, live in self.live.items()
+            if self.unsticks > _MAX_UNSTICKS
+            or any(a is None and (pid, i) not in asked for i, a in enumerate(live.answers))
+        ]
+        for pid in lost:
+            live = self.live[pid]
+            self.at_step[live.step] -= 1
+            live.plan.close()
+            self._finish(pid, PlanError("engine_error: the engine lost a request this score waited for"))
+        waited = {(pid, i) for slot in self.slots.values() for pid, i in slot.waiters if pid in self.live}
+        resend = [sid for sid, slot in self.slots.items() if any(w in waited for w in slot.waiters)]
+        orphans = [sid for sid in self.slots if sid not in resend]
+        logger.error(
+            "The engine had nothing in flight while plans waited: %d ended with an engine_error, %d open "
+            "requests sent again, %d dropped that no plan waits for (recovery %d)",
+            len(lost), len(resend), len(orphans), self.unsticks,
+        )  # fmt: skip
+        for slot_id in orphans:
+            del self.slots[slot_id]
+        self.lookups.extend(resend)
+        self._settle()
 
     def _settle(self) -> None:
         """Advance every plan whose answers are all in, start new plans in their place, look up what they
@@ -561,6 +606,9 @@ class _Run:
         if self.engine.on_progress is not None:
             self.engine.on_progress(snapshot)
 
+
+_MAX_UNSTICKS = 3
+"""Recoveries from a stall (`_Run._unstick`) per run before the waiting plans are ended instead."""
 
 _MEMO_SIZE = 4096
 """Answers kept in memory for identical requests later in the same run (the cache keeps them all). Plans

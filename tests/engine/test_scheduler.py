@@ -11,7 +11,7 @@ from ascend_eval.data import Column, Sample
 from ascend_eval.engine import Backends, Engine, PlanError, RequestCache
 from ascend_eval.metrics import Faithfulness, MetricResult, PlanContext
 from ascend_eval.metrics.base import Metric
-from ascend_eval.models.base import ClassifyResult, EmbedRequest, GenerateResult
+from ascend_eval.models.base import ClassifyRequest, ClassifyResult, EmbedRequest, GenerateResult
 from ascend_eval.models.judge.replay import ReplayJudge
 from ascend_eval.prompts import STATEMENTS, StatementsInput
 
@@ -214,3 +214,45 @@ def test_classify_probabilities_are_kept_in_details(rule_judge):
     _, out = run(rule_judge, [Faithfulness()], samples(1))
     assert out[(0, "faithfulness")].details["p_supported"] == [0.9, 0.2]
     assert isinstance(ClassifyResult(("0", "1"), (0.1, 0.9)).label, str)
+
+
+def _dropping_lanes(monkeypatch, drop):
+    """Lanes that lose the jobs `drop(job)` picks, as a bookkeeping bug would: never sent, never answered."""
+    from ascend_eval.engine import lanes
+
+    real_put = lanes.Lane.put
+
+    def put(self, jobs):
+        real_put(self, [(g, c, job) for g, c, job in jobs if not drop(job)])
+
+    monkeypatch.setattr(lanes.Lane, "put", put)
+
+
+def test_a_lost_request_is_sent_again_instead_of_waiting_for_ever(rule_judge, monkeypatch, caplog):
+    lost = []
+
+    def drop_first_verdict(job):
+        if not lost and isinstance(job.request, ClassifyRequest):
+            lost.append(job.slot)
+            return True
+        return False
+
+    _dropping_lanes(monkeypatch, drop_first_verdict)
+    _, out = run(rule_judge, [Faithfulness()], samples(3), progress_interval=0.05)
+    assert lost  # one verdict was lost once, then sent again
+    assert [out[(i, "faithfulness")].score for i in range(3)] == [0.5, 0.5, 0.5]
+    expected = "nothing in flight while plans waited: 0 ended with an engine_error, 1 open requests sent"
+    assert expected in caplog.text
+
+
+def test_a_request_lost_every_time_ends_its_score_not_the_run(rule_judge, monkeypatch, caplog):
+    def drop_sample_0(job):
+        return isinstance(job.request, ClassifyRequest) and "Fact 0" in str(job.request.messages)
+
+    _dropping_lanes(monkeypatch, drop_sample_0)
+    _, out = run(rule_judge, [Faithfulness(), StatementCount()], samples(2), progress_interval=0.05)
+    assert isinstance(out[(0, "faithfulness")], PlanError)
+    assert out[(0, "faithfulness")].reason.startswith("engine_error: the engine lost a request")
+    assert out[(1, "faithfulness")].score == 0.5
+    assert out[(0, "statement_count")].score == 2.0
+    assert caplog.text.count("nothing in flight while plans waited") == 4  # three recoveries, then the end
