@@ -147,6 +147,10 @@ class PromptSpec(Generic[In, Out]):
     output: type[Out]
     examples: Mapping[Language, Sequence[tuple[In, Out]]] = field(default_factory=dict)
     max_tokens: int = 512
+    sample_first: bool = True
+    """Whether this prompt takes the sample-first layout when a run renders in it
+    (`prompts/layout.py`); False keeps it task first in every layout, for prompts whose verdicts were
+    measured worse sample first (docs/metrics.md, "Prompt layout")."""
 
     @property
     def tag(self) -> str:
@@ -162,7 +166,8 @@ class PromptSpec(Generic[In, Out]):
             parts.append(
                 f"{words['example']} {i}\n{words['input']}: {_dump(x)}\n{words['output']}: {_dump(y)}"
             )
-        return _laid_out(parts, point(inputs.model_dump(mode="json"), block, language), inputs, language)
+        laid = point(inputs.model_dump(mode="json"), block if self.sample_first else None, language)
+        return _laid_out(parts, laid, inputs, language)
 
     def request(
         self,
@@ -229,6 +234,10 @@ class ClassifyPromptSpec(Generic[In]):
     anchors: Mapping[Language, Sequence[tuple[In, In]]] = field(default_factory=dict)
     """(yes-input, no-input) pairs per language that calibrate this yes/no prompt (`prompts/calibration.py`);
     a language without them is calibrated on the generic sentence anchors."""
+    sample_first: bool = True
+    """Whether this prompt takes the sample-first layout when a run renders in it
+    (`prompts/layout.py`); False keeps it task first in every layout, for prompts whose verdicts were
+    measured worse sample first (docs/metrics.md, "Prompt layout")."""
 
     def __post_init__(self) -> None:
         if self.positive is not None and self.positive not in self.labels:
@@ -244,7 +253,7 @@ class ClassifyPromptSpec(Generic[In]):
         words = _LABELS[language]
         answer_with = _ANSWER_WITH[language].format(labels=", ".join(self.labels))
         parts = [self.instruction[language], answer_with]
-        laid = point(inputs.model_dump(mode="json"), block, language)
+        laid = point(inputs.model_dump(mode="json"), block if self.sample_first else None, language)
         if laid is None:  # sample first has no examples (see prompts/layout.py)
             for i, (x, label) in enumerate(self.examples.get(language, ()), start=1):
                 parts.append(
@@ -269,7 +278,7 @@ class ClassifyPromptSpec(Generic[In]):
         few-shot examples, as a sample-first request has none. Content-free inputs are always task first:
         a block of "N/A" is no sample."""
         inputs = calibration_inputs(self.input, method, language, self.anchors.get(language, ()))
-        if not sample_first or method != "anchored":
+        if not (sample_first and self.sample_first) or method != "anchored":
             return [self.request(x, language) for x in inputs]
         return [self.request(x, language, SampleBlock.of_input(x.model_dump())) for x in inputs]
 
@@ -320,11 +329,14 @@ def yes_no_forms(
     output: type[Out],
     examples: Mapping[Language, Sequence[tuple[In, Out]]],
     anchors: Mapping[Language, Sequence[tuple[In, In]]],
+    *,
+    sample_first: bool = True,
 ) -> tuple[ClassifyPromptSpec[In], PromptSpec[In, Out]]:
     """One yes/no judgement in its two forms: a `Classify` prompt `name` read from the probabilities of
     "0" and "1" (calibrated on `anchors`), and the JSON prompt `name_verdict` for the "generate" judge
     mode, whose `output` has `reason` then `verdict` (1 for yes) and whose instruction asks for the reason
-    first. The same `examples` teach both: the classify form reads their verdicts as its labels."""
+    first. The same `examples` teach both: the classify form reads their verdicts as its labels; both
+    take `sample_first` (`PromptSpec.sample_first`)."""
     classify = ClassifyPromptSpec(
         name=name,
         version=1,
@@ -337,6 +349,7 @@ def yes_no_forms(
             for lang, pairs in examples.items()
         },
         anchors=anchors,
+        sample_first=sample_first,
     )
     generate = PromptSpec(
         name=f"{name}_verdict",
@@ -346,6 +359,7 @@ def yes_no_forms(
         output=output,
         examples=examples,
         max_tokens=256,
+        sample_first=sample_first,
     )
     return classify, generate
 

@@ -157,4 +157,5 @@ CONTEXT_USEFUL, CONTEXT_USEFUL_VERDICT = yes_no_forms(
     UsefulnessVerdict,
     _EXAMPLES,
     _ANCHORS,  # type: ignore[arg-type]
+    sample_first=False,  # context_utilization lost a pair sample first (docs/metrics.md, "Prompt layout")
 )

@@ -87,4 +87,5 @@ ENTITIES = PromptSpec(
         ],
     },
     max_tokens=1024,
+    sample_first=False,  # context_entity_recall lost a pair sample first (docs/metrics.md, "Prompt layout")
 )

@@ -81,6 +81,8 @@ def rating_prompt(
     input: type[In],
     scale: tuple[int, ...],
     examples: Mapping[Language, Sequence[tuple[In, int]]],
+    *,
+    sample_first: bool = True,
 ) -> RatingPrompt[In]:
     """Build the classify and the JSON form of one rating prompt.
 
@@ -91,6 +93,7 @@ def rating_prompt(
         input: the pydantic model of the sample's fields, in the order they are shown.
         scale: the allowed ratings, ascending: (0, 2, 4) or (0, 1, 2).
         examples: (input, rating) pairs per language.
+        sample_first: whether both forms take the sample-first layout (`PromptSpec.sample_first`).
 
     Returns:
         Both forms and the scale.
@@ -103,6 +106,7 @@ def rating_prompt(
         input=input,
         labels=tuple(str(r) for r in scale),
         examples={lang: [(x, str(r)) for x, r in pairs] for lang, pairs in examples.items()},
+        sample_first=sample_first,
     )
     generate = PromptSpec(
         name=f"{name}_json",
@@ -112,5 +116,6 @@ def rating_prompt(
         output=output,
         examples={lang: [(x, output(rating=r)) for x, r in pairs] for lang, pairs in examples.items()},
         max_tokens=32,
+        sample_first=sample_first,
     )
     return RatingPrompt(scale=scale, classify=classify, generate=generate)  # type: ignore[arg-type]

@@ -71,6 +71,7 @@ GROUNDEDNESS_JUDGE_1 = rating_prompt(
         "en": [(GroundednessInput(context=c, response=r), s) for c, r, s in _EN_EXAMPLES],
         "zh": [(GroundednessInput(context=c, response=r), s) for c, r, s in _ZH_EXAMPLES],
     },
+    sample_first=False,  # a WikiEval pair lost sample first (docs/metrics.md, "Prompt layout")
 )
 
 GROUNDEDNESS_JUDGE_2 = rating_prompt(
@@ -95,4 +96,5 @@ GROUNDEDNESS_JUDGE_2 = rating_prompt(
         "en": [(GroundednessInputResponseFirst(response=r, context=c), s) for c, r, s in _EN_EXAMPLES],
         "zh": [(GroundednessInputResponseFirst(response=r, context=c), s) for c, r, s in _ZH_EXAMPLES],
     },
+    sample_first=False,  # a WikiEval pair lost sample first (docs/metrics.md, "Prompt layout")
 )

@@ -156,11 +156,19 @@ def test_context_precision_calibrated_and_expected():
 @pytest.mark.parametrize("spec", YES_NO, ids=lambda s: s.tag)
 def test_sample_first_calibration_is_laid_out_as_the_requests_it_calibrates(spec):
     """Sample first, a verdict request has no few-shot examples and reads its texts from a block above the
-    task: its anchors are asked the same way, each after a block of its own texts."""
+    task: its anchors are asked the same way, each after a block of its own texts. A prompt that stays
+    task first in every layout (`sample_first=False`) asks its anchors task first too."""
     own = spec.anchors.get("en", ())
     inputs = calibration_inputs(spec.input, "anchored", "en", own)
     task_first = spec.calibration_requests("anchored", "en")
     sample_first = spec.calibration_requests("anchored", "en", sample_first=True)
+    if not spec.sample_first:
+        assert sample_first == task_first
+        sample = SampleBlock(question="Q?", contexts=("x " * 600,), answer="A.", reference="R.")
+        item = spec.input.model_validate(dict.fromkeys(spec.input.model_fields, "x " * 600))
+        ctx = PlanContext("en", block=sample, calibration="anchored")
+        assert Asked(spec, [item], ctx).requests[1:] == task_first
+        return
     assert all(read_block(r.messages[-1].content) is None for r in task_first)
     for request, x in zip(sample_first, inputs, strict=True):
         content = request.messages[-1].content

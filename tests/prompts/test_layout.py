@@ -20,6 +20,10 @@ from benchmarks.datagen import generate
 from benchmarks.prefix_tokens import PrefixCache
 from tests.conftest import split_sentences
 
+TASK_FIRST_FAMILIES = ("context_useful", "entities", "nv_response_groundedness_judge1",
+                       "nv_response_groundedness_judge2")  # fmt: skip
+"""The prompts that lost a fidelity pair sample first (docs/metrics.md, "Prompt layout")."""
+
 EN = {
     "user_input": "Who designed the Eiffel Tower, and when did it open?",
     "retrieved_contexts": [
@@ -124,10 +128,14 @@ def test_every_request_that_reads_the_contexts_starts_with_the_same_block(row, l
     head = full.render(language, frozenset({"contexts"})).rstrip("\n")  # preamble, question, contexts
     assert head.startswith(PREAMBLE[language]) and all(c in head for c in row["retrieved_contexts"])
     own_question = [r for r in sent if r.tag.startswith("response_question")]
-    others = [r for r in sent if not r.tag.startswith("response_question")]
-    assert own_question and len({r.tag.split("@")[0] for r in others}) >= 8
+    # the prompts measured worse sample first stay task first (PromptSpec.sample_first)
+    kept = [r for r in sent if not PROMPTS[r.tag].sample_first]
+    assert {r.tag.split("@")[0] for r in kept} == set(TASK_FIRST_FAMILIES)
+    assert not any(read_block(r.messages[-1].content) for r in kept)
+    others = [r for r in sent if not r.tag.startswith("response_question") and r not in kept]
+    assert own_question and len({r.tag.split("@")[0] for r in others}) >= 7
     readers = [r for r in others if _view(r.messages[-1].content, language).contexts]
-    assert len({r.tag.split("@")[0] for r in readers}) >= 5
+    assert len({r.tag.split("@")[0] for r in readers}) >= 3
     assert all(r.messages[-1].content.startswith(head) for r in readers)
     # the rest start with the preamble and the question, then the part they read
     question = full.render(language, frozenset()).rstrip("\n")
@@ -148,7 +156,7 @@ def test_a_block_shows_the_question_and_only_the_parts_its_task_points_to(row, l
     seen: dict[str, set[tuple[bool, bool, bool]]] = {}
     for request in _sent(row, ngram_embedder, language):
         content = request.messages[-1].content
-        if request.tag.startswith("response_question"):
+        if request.tag.startswith("response_question") or not PROMPTS[request.tag].sample_first:
             assert read_block(content) is None
             continue
         view = _view(content, language)
@@ -167,7 +175,8 @@ def test_a_block_shows_the_question_and_only_the_parts_its_task_points_to(row, l
             (bool(view.contexts), bool(view.answer), bool(view.reference))
         )
     assert seen["statement_support"] >= {(True, False, False)}  # faithfulness: contexts only
-    assert seen["context_useful"] == {(True, True, False), (True, False, True)}  # utilization, precision
+    assert seen["nv_context_relevance_judge1"] == {(True, False, False)}
+    assert seen["nv_accuracy_judge1"] == {(False, True, True)}  # answer and reference, no contexts
 
 
 def test_a_short_sample_keeps_the_task_first_layout(ngram_embedder):
@@ -220,7 +229,12 @@ def _requests(samples: list[Sample], block: bool) -> list[list[GenerateRequest |
 
 def test_a_prefix_cache_computes_far_fewer_tokens_than_with_the_task_first_layout():
     """The layout's reason to be, on a model of vLLM's prefix cache (blocks of 32 "tokens", here UTF-8 bytes),
-    for generated samples of the size of a real retrieval (three or five contexts, English and Chinese)."""
+    for generated samples of the size of a real retrieval (three or five contexts, English and Chinese).
+
+    Measured here: the prompts that read the sample first compute 0.73x of their task-first selves (each
+    sample's block is computed once, by its first reader), the whole plan 0.86x, because the four families
+    kept task first (TASK_FIRST_FAMILIES) are about a third of its prompt tokens and share nothing across a
+    sample."""
     data = generate(6, seed=0, languages=("en", "zh"), k="mixed")
     samples = [
         Sample(user_input=q, retrieved_contexts=c, response=a, reference=r)
@@ -229,12 +243,17 @@ def test_a_prefix_cache_computes_far_fewer_tokens_than_with_the_task_first_layou
         )
     ]
     assert all(SampleBlock.of(s).pays_off for s in samples)
-    computed = {}
+    computed, readers = {}, {}
     for block in (False, True):
         cache = PrefixCache(32)
-        counts = [
-            sum(cache.compute(list(r.messages[-1].content.encode())) for r in sent)
-            for sent in _requests(samples, block)
-        ]
-        computed[block] = sum(counts[2:])  # the steady state: the first samples also compute the preambles
-    assert computed[True] < 0.6 * computed[False], computed
+        total = reading = 0
+        for i, sent in enumerate(_requests(samples, block)):
+            for r in sent:
+                n = cache.compute(list(r.messages[-1].content.encode()))
+                if i < 2:  # the steady state: the first samples also compute the preambles
+                    continue
+                total += n
+                reading += 0 if r.tag.split("@")[0] in TASK_FIRST_FAMILIES else n
+        computed[block], readers[block] = total, reading
+    assert readers[True] < 0.8 * readers[False], readers
+    assert computed[True] < 0.9 * computed[False], computed
