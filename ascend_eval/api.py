@@ -153,7 +153,8 @@ def evaluate(
             verdict-based score is its expected value under the verdict probabilities: faithfulness is the
             mean p(supported); docs/metrics.md lists each formula). Classify mode only. Recorded in the
             provenance.
-        prompt_layout: "auto" (default: "task_first" for now, see `ascend_eval.prompts.layout.AUTO_LAYOUT`),
+        prompt_layout: "auto" (default: "sample_first" in classify mode, "task_first" under
+            `ragas_compat` or in generate mode; see `ascend_eval.prompts.layout.AUTO_LAYOUT`),
             "sample_first" (each sample whose texts are long enough has its texts written once, before
             the task, so that all its requests share them as a prefix: `ascend_eval.prompts.layout`) or
             "task_first" (every prompt carries its own copy of the texts it reads). Recorded in the
@@ -207,7 +208,7 @@ def evaluate(
         raise ConfigError(f"judge_mode={judge_mode!r}; valid: 'classify', 'generate'.")
     calibration = resolve_calibration(calibration, judge_mode=judge_mode, ragas_compat=ragas_compat)
     scoring = resolve_scoring(scoring, judge_mode=judge_mode, ragas_compat=ragas_compat)
-    prompt_layout = resolve_layout(prompt_layout, ragas_compat=ragas_compat)
+    prompt_layout = resolve_layout(prompt_layout, ragas_compat=ragas_compat, judge_mode=judge_mode)
     if executor not in ("local", "ray"):
         raise ConfigError(f"executor={executor!r}; valid: 'local', 'ray'.")
     folder = None if out is None else check_output_dir(out, inputs=[_path_of(dataset)], what="out")

@@ -205,8 +205,8 @@ def _add_evaluate(sub: Any) -> None:
         "--prompt-layout",
         choices=["auto", "sample_first", "task_first"],
         help="write each sample's texts once before the task, shared by all its requests (sample_first), "
-        "or in every prompt (task_first); default auto: task_first, until sample_first passes the "
-        "fidelity check",
+        "or in every prompt (task_first); default auto: sample_first in classify mode, task_first "
+        "under --ragas-compat or in generate mode",
     )
     ev.add_argument("--column-map", nargs="+", metavar="OURS=THEIRS", help="e.g. user_input=query")
     ev.add_argument(

@@ -500,5 +500,5 @@ def _verdict_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     calibration = settings.get("calibration", "auto")
     resolved = "off" if calibration is None else resolve_calibration(calibration, **how)
     scoring = resolve_scoring(settings.get("scoring", "auto"), **how)
-    layout = resolve_layout(settings.get("prompt_layout", "auto"), ragas_compat=how["ragas_compat"])
+    layout = resolve_layout(settings.get("prompt_layout", "auto"), **how)
     return {"calibration": calibration_method(resolved), "scoring": scoring, "prompt_layout": layout}

@@ -23,7 +23,8 @@ instead of 9, as the reference leaked into verdicts about the contexts). The ans
 short, are computed once per view that shows them. Inputs that point to nothing (a list of statements judged
 against itself, texts from outside the sample) keep the task-first layout, and so does a prompt that must not
 see the rest of the sample: answer_relevancy writes a question from the answer alone, which the sample's own
-question in view would give away.
+question in view would give away. A prompt family whose verdicts were measured worse sample first opts out
+(`PromptSpec.sample_first=False`) and is task first in every layout.
 
 Classify prompts drop their few-shot examples in this layout: the answer is read from the probabilities of
 the prompt's labels, so the examples no longer teach the format, and after the sample block they would be
@@ -48,25 +49,29 @@ Layout = Literal["sample_first", "task_first"]
 LAYOUTS: tuple[Layout, ...] = ("sample_first", "task_first")
 
 
-AUTO_LAYOUT: Layout = "task_first"
-"""What "auto" picks. Task first until the sample-first layout passes the fidelity check on a real judge
-(`benchmarks/fidelity.py`, no metric may lose a pair): the layout with every part in view lost faithfulness
-pairs; the layout that shows each task only what it points to is built and measured on tokens, and its
-fidelity run is pending (docs/metrics.md, "Prompt layout")."""
+AUTO_LAYOUT: Layout = "sample_first"
+"""What "auto" picks. Sample first passed the fidelity check on a real judge (`benchmarks/fidelity.py`,
+Qwen2.5-Coder-1.5B through a vLLM server, 2026-12-04: no metric lost a pair, 250 of 258 pairs right against
+248 task first) with the families that had lost a pair in it kept task first (`PromptSpec.sample_first`):
+nv_response_groundedness's two ratings, context usefulness and the context entities (docs/metrics.md,
+"Prompt layout"). The check ran in classify mode; generate mode and `ragas_compat` stay task first."""
 
 
-def resolve_layout(value: str, *, ragas_compat: bool) -> Layout:
+def resolve_layout(value: str, *, ragas_compat: bool, judge_mode: str = "classify") -> Layout:
     """The layout a run renders its prompts in: "sample_first" renders each sample whose texts are long
-    enough (`SampleBlock.pays_off`) sample first; "auto" is `AUTO_LAYOUT`, and "task_first" under
-    `ragas_compat`, as RAGAS lays out its own prompts.
+    enough (`SampleBlock.pays_off`) sample first; "auto" is `AUTO_LAYOUT` in classify mode, and task first
+    under `ragas_compat` (as RAGAS lays out its own prompts) or in generate mode (the JSON verdicts have not
+    been through the fidelity check sample first).
 
-    >>> resolve_layout("auto", ragas_compat=True), resolve_layout("sample_first", ragas_compat=False)
-    ('task_first', 'sample_first')
+    >>> resolve_layout("auto", ragas_compat=False), resolve_layout("auto", ragas_compat=True)
+    ('sample_first', 'task_first')
+    >>> resolve_layout("auto", ragas_compat=False, judge_mode="generate")
+    'task_first'
     """
     if value not in ("auto", *LAYOUTS):
         raise ConfigError(f"prompt_layout={value!r}; valid: {', '.join(map(repr, ('auto', *LAYOUTS)))}.")
     if value == "auto":
-        return "task_first" if ragas_compat else AUTO_LAYOUT
+        return "task_first" if ragas_compat or judge_mode == "generate" else AUTO_LAYOUT
     return value  # type: ignore[return-value]
 
 
