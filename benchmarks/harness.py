@@ -12,7 +12,8 @@ Rows are named `SIDE:BACKEND[:OPTION=VALUE,...]`:
 * `ours:vllm`: our VllmJudge in-process (run with the server's Python, where vLLM is installed).
 * options for `ours`: `chunk=N` (requests per backend call; 1 = one at a time), `dedupe=0|1`,
   `mode=classify|generate` (judge_mode), `batch=N` (TorchJudge rows per forward pass; OpenAIJudge requests
-  in flight), `replay=0|1` (also time the backend alone on the recorded trace).
+  in flight), `replay=0|1` (also time the backend alone on the recorded trace),
+  `layout=auto|task_first|sample_first` (evaluate's `prompt_layout`: one row before and after a relayout).
 
     python -m benchmarks.harness                                    # every row, 10 samples, default judge
     python -m benchmarks.harness --samples 50 --runs peers          # RAGAS vs us only
@@ -90,6 +91,10 @@ class Run:
         return int(self.options["batch"]) if "batch" in self.options else None
 
     @property
+    def layout(self) -> str:
+        return self.options.get("layout", "auto")
+
+    @property
     def replay(self) -> bool:
         return self.options.get("replay", "0" if self.options else "1") == "1"
 
@@ -108,12 +113,14 @@ class Run:
             notes += [f"chunk {self.chunk}"] if "chunk" in self.options else []
             notes += ["dedupe off"] if not self.dedupe else []
         notes += [f"judge_mode={self.mode}"] if "mode" in self.options else []
+        notes += [f"prompt_layout={self.layout}"] if "layout" in self.options else []
         if self.batch is not None:
             notes.append(f"batch {self.batch}" if self.backend != "server" else f"{self.batch} in flight")
         return base + (f" ({', '.join(notes)})" if notes else "")
 
 
-OPTIONS = {"chunk", "dedupe", "mode", "batch", "replay"}
+OPTIONS = {"chunk", "dedupe", "mode", "batch", "replay", "layout"}
+LAYOUTS = ("auto", "task_first", "sample_first")
 
 
 def parse_run(text: str) -> Run:
@@ -135,6 +142,8 @@ def parse_run(text: str) -> Run:
             key, _, value = item.partition("=")
             if key not in OPTIONS or not value:
                 raise ValueError(f"--runs {text!r}: option {item!r}; valid: {sorted(OPTIONS)} as key=value.")
+            if key == "layout" and value not in LAYOUTS:
+                raise ValueError(f"--runs {text!r}: layout={value!r}; valid: {list(LAYOUTS)}.")
             options[key] = value
     return Run(parts[0], parts[1], options)
 
@@ -251,6 +260,7 @@ def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[st
         chunk_size=run.chunk,
         dedupe=run.dedupe,
         judge_mode=run.mode,
+        prompt_layout=run.layout,
     )
     out["count_source"] = "backend results"
     if not _counted_by_server(out, run, cfg, before) and run.backend == "server":

@@ -194,6 +194,7 @@ def run_ours(
     chunk_size: int,
     dedupe: bool,
     judge_mode: str,
+    prompt_layout: str = "auto",
 ) -> dict[str, Any]:
     """One timed `evaluate()` with caches off; the models are loaded and warm before this is called."""
     import ascend_eval
@@ -214,6 +215,7 @@ def run_ours(
             chunk_size=chunk_size,
             dedupe=dedupe,
             judge_mode=judge_mode,
+            prompt_layout=prompt_layout,
         )
     finally:
         trace.close()
