@@ -128,6 +128,8 @@ def parse_run(text: str) -> Run:
 
     >>> parse_run("ours:torch:chunk=1,dedupe=0").what()
     'ours, TorchJudge in-process (one request at a time)'
+    >>> parse_run("ours:server:layout=sample_first").what()
+    'ours, OpenAIJudge -> vLLM server (prompt_layout=sample_first)'
     """
     parts = text.split(":", 2)
     if len(parts) < 2 or f"{parts[0]}:{parts[1]}" not in (*PEERS,):
