@@ -51,8 +51,8 @@ LAYOUTS: tuple[Layout, ...] = ("sample_first", "task_first")
 
 AUTO_LAYOUT: Layout = "sample_first"
 """What "auto" picks. Sample first passed the fidelity check on a real judge (`benchmarks/fidelity.py`,
-Qwen2.5-Coder-1.5B through a vLLM server, 2026-12-04: no metric lost a pair, 250 of 258 pairs right against
-248 task first) with the families that had lost a pair in it kept task first (`PromptSpec.sample_first`):
+Qwen2.5-Coder-1.5B through a vLLM server, 2026-12-04: no metric lost a pair, 328 of 348 pairs right against
+326 task first) with the families that had lost a pair in it kept task first (`PromptSpec.sample_first`):
 nv_response_groundedness's two ratings, context usefulness and the context entities (docs/metrics.md,
 "Prompt layout"). The check ran in classify mode; generate mode and `ragas_compat` stay task first."""
 
