@@ -15,7 +15,11 @@ cached. The cache never evicts (the optimistic case; a server with a small cache
     python -m benchmarks.prefix_tokens --layout task_first sample_first      # both layouts, same samples
 
 Prints, per block size, the prompt tokens per sample (without a cache, and computed with one), and the
-share of each prompt family.
+share of each prompt family. Beside them, two bounds: the floor, the sample's own texts (question, contexts,
+answer, reference) tokenized once, which any judge that reads the sample must compute; and an ideal cache
+that reuses prefixes to the token (B=1), so that B minus ideal is what the block granularity costs (a request
+recomputes the partial block its shared prefix ends in) and ideal minus floor is what the prompts add: task
+instructions once per sample and family, each request's own item, and the chat template around them.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from benchmarks.datagen import generate
 from benchmarks.request_counts import LengthEmbedder
 
 BLOCK_SIZES = (16, 32, 128)
+IDEAL_BLOCK = 1
+"""A cache that reuses prefixes to the token: what no block granularity is lost to."""
 RAGAS_PER_SAMPLE = {16: 7140, 128: 8919}
 """RAGAS 0.4.3's computed prompt tokens per sample for the same workload (SmolLM2's tokenizer, K=3, twelve
 metrics), as measured for issue 17; not re-measured by this script."""
@@ -120,20 +126,90 @@ class PrefixCache:
         return max(len(ids) - hit * self.block, 1)
 
 
-def tokens(renderer: ChatRenderer, request: GenerateRequest | ClassifyRequest) -> list[int]:
+def rendered_text(renderer: ChatRenderer, request: GenerateRequest | ClassifyRequest) -> str:
     text = renderer.render(request.messages)
     if isinstance(request, ClassifyRequest):
         text += request.answer_prefix
-    return renderer.tokenizer(text, add_special_tokens=renderer.add_special_tokens)["input_ids"]
+    return text
 
 
-def measure(per_sample: list[list[Any]], renderer: ChatRenderer) -> dict[str, Any]:
+def tokens(renderer: ChatRenderer, request: GenerateRequest | ClassifyRequest) -> list[int]:
+    return renderer.tokenizer(
+        rendered_text(renderer, request), add_special_tokens=renderer.add_special_tokens
+    )["input_ids"]
+
+
+PARTS_OF_A_PROMPT = ("preamble", "sample block", "task", "input")
+"""Where a prompt's computed tokens lie: before the sample block (the system turn and the preamble), the
+block, the task's instruction and format, and the input line with the chat template's tail. A task-first
+prompt has no block: its input carries the sample's texts."""
+
+
+def part_starts(text: str) -> tuple[int, int, int]:
+    """Where the sample block, the task and the input line start in a rendered prompt (a task-first
+    prompt's block and task start at 0).
+
+    >>> part_starts("sys\\n### Sample\\nQuestion: q\\n\\n### Task\\nSay.\\nInput: {}")
+    (4, 28, 42)
+    >>> part_starts("Say.\\nInput: {}")
+    (0, 0, 5)
+    """
+    item = max(text.rfind(marker) for marker in ("Input: {", "输入: {"))
+    for sample, task in (("### Sample\n", "\n### Task\n"), ("### 样本\n", "\n### 任务\n")):
+        block = text.find(sample)
+        if block >= 0:
+            return block, text.rfind(task) + 1, item
+    return 0, 0, item
+
+
+def where_computed(
+    renderer: ChatRenderer, request: GenerateRequest | ClassifyRequest, computed: int
+) -> dict[str, int]:
+    """The request's last `computed` tokens counted by the part of the prompt (`PARTS_OF_A_PROMPT`) they
+    start in."""
+    text = rendered_text(renderer, request)
+    encoded = renderer.tokenizer(
+        text, add_special_tokens=renderer.add_special_tokens, return_offsets_mapping=True
+    )
+    starts = part_starts(text)
+    out = dict.fromkeys(PARTS_OF_A_PROMPT, 0)
+    for begin, _ in encoded["offset_mapping"][len(encoded["input_ids"]) - computed :]:
+        out[PARTS_OF_A_PROMPT[sum(begin >= s for s in starts)]] += 1
+    return out
+
+
+def floor_tokens(data: dict[str, list], tokenizer: Any) -> float:
+    """The sample's own texts tokenized once, per sample: what a judge that reads the whole sample computes
+    at the least, whatever its prompts."""
+
+    def count(text: str) -> int:
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    total = 0
+    for i, question in enumerate(data["question"]):
+        texts = [question, *data["contexts"][i], data["answer"][i], data["ground_truth"][i]]
+        total += sum(count(t) for t in texts if t)
+    return total / len(data["question"])
+
+
+def measure(
+    per_sample: list[list[Any]], renderer: ChatRenderer, floor: float | None = None
+) -> dict[str, Any]:
     rendered = [[(r.tag.split("@")[0], tokens(renderer, r)) for r in sent] for sent in per_sample]
+    parts = dict.fromkeys(PARTS_OF_A_PROMPT, 0)
+    cache = PrefixCache(IDEAL_BLOCK)
+    for i, sent in enumerate(per_sample):
+        for request, (_, ids) in zip(sent, rendered[i], strict=True):
+            computed = cache.compute(ids)
+            if i > 0 or len(per_sample) == 1:
+                for part, n in where_computed(renderer, request, computed).items():
+                    parts[part] += n
     n = len(rendered)
-    out: dict[str, Any] = {"samples": n, "requests": sum(map(len, rendered)) / n}
+    out: dict[str, Any] = {"samples": n, "requests": sum(map(len, rendered)) / n, "floor": floor}
+    out["ideal_by_part"] = {k: v / max(n - 1, 1) for k, v in parts.items()}
     out["prompt_tokens"] = sum(len(ids) for sent in rendered for _, ids in sent) / n
     out["longest_prompt"] = max(len(ids) for sent in rendered for _, ids in sent)
-    for block in BLOCK_SIZES:
+    for block in (*BLOCK_SIZES, IDEAL_BLOCK):
         cache = PrefixCache(block)
         by_family: dict[str, int] = defaultdict(int)
         first = 0
@@ -165,12 +241,18 @@ def table(result: dict[str, Any], label: str) -> str:
         "| block size | computed per sample | first sample | RAGAS per sample | ratio |",
         "| ---: | ---: | ---: | ---: | ---: |",
     ]
-    for block in BLOCK_SIZES:
+    for block in (*BLOCK_SIZES, IDEAL_BLOCK):
         row = result[f"B{block}"]
         ragas = RAGAS_PER_SAMPLE.get(block)
         ratio = f"{row['computed_per_sample'] / ragas:.2f}x" if ragas else "-"
-        cells = [block, f"{row['computed_per_sample']:.0f}", row["first_sample"], ragas or "-", ratio]
+        name = f"{block} (ideal)" if block == IDEAL_BLOCK else block
+        cells = [name, f"{row['computed_per_sample']:.0f}", row["first_sample"], ragas or "-", ratio]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    if result.get("floor") is not None:
+        lines.append(f"| floor: the sample's texts once | {result['floor']:.0f} | | | |")
+    if result.get("ideal_by_part"):
+        parts = ", ".join(f"{k} {v:.0f}" for k, v in result["ideal_by_part"].items())
+        lines.append(f"\nThe ideal cache's computed tokens per sample by part of the prompt: {parts}")
     shares = ", ".join(f"{k} {v:.0%}" for k, v in result["B16"]["share"].items())
     lines += ["", f"Computed tokens by prompt family (B=16, all samples): {shares}"]
     return "\n".join(lines)
@@ -198,8 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = AutoTokenizer.from_pretrained(str(args.tokenizer or default_tokenizer_dir()))
     data = generate(args.samples, seed=args.seed, languages=tuple(args.languages), k=args.k)
     results = {}
+    floor = floor_tokens(data, tokenizer)
     for layout in args.layout:
-        results[layout] = measure(record(data, metric_names(), layout), ChatRenderer(tokenizer))
+        results[layout] = measure(record(data, metric_names(), layout), ChatRenderer(tokenizer), floor)
         print(table(results[layout], f"{args.label} ({layout})"), end="\n\n")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
