@@ -196,17 +196,27 @@ def measure(
     per_sample: list[list[Any]], renderer: ChatRenderer, floor: float | None = None
 ) -> dict[str, Any]:
     rendered = [[(r.tag.split("@")[0], tokens(renderer, r)) for r in sent] for sent in per_sample]
-    parts = dict.fromkeys(PARTS_OF_A_PROMPT, 0)
+    by_family: dict[str, dict[str, float]] = defaultdict(
+        lambda: dict.fromkeys(("requests", *PARTS_OF_A_PROMPT), 0)
+    )
     cache = PrefixCache(IDEAL_BLOCK)
     for i, sent in enumerate(per_sample):
-        for request, (_, ids) in zip(sent, rendered[i], strict=True):
+        for request, (family, ids) in zip(sent, rendered[i], strict=True):
             computed = cache.compute(ids)
-            if i > 0 or len(per_sample) == 1:
-                for part, n in where_computed(renderer, request, computed).items():
-                    parts[part] += n
+            if i > 0 or len(per_sample) == 1:  # the steady state, as below
+                by_family[family]["requests"] += 1
+                for part, k in where_computed(renderer, request, computed).items():
+                    by_family[family][part] += k
     n = len(rendered)
+    steady = max(n - 1, 1)
     out: dict[str, Any] = {"samples": n, "requests": sum(map(len, rendered)) / n, "floor": floor}
-    out["ideal_by_part"] = {k: v / max(n - 1, 1) for k, v in parts.items()}
+    out["ideal_by_family"] = {
+        family: {k: v / steady for k, v in row.items()}
+        for family, row in sorted(by_family.items(), key=lambda kv: -sum(kv[1].values()))
+    }
+    out["ideal_by_part"] = {
+        part: sum(row[part] for row in out["ideal_by_family"].values()) for part in PARTS_OF_A_PROMPT
+    }
     out["prompt_tokens"] = sum(len(ids) for sent in rendered for _, ids in sent) / n
     out["longest_prompt"] = max(len(ids) for sent in rendered for _, ids in sent)
     for block in (*BLOCK_SIZES, IDEAL_BLOCK):
@@ -250,9 +260,20 @@ def table(result: dict[str, Any], label: str) -> str:
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     if result.get("floor") is not None:
         lines.append(f"| floor: the sample's texts once | {result['floor']:.0f} | | | |")
-    if result.get("ideal_by_part"):
-        parts = ", ".join(f"{k} {v:.0f}" for k, v in result["ideal_by_part"].items())
-        lines.append(f"\nThe ideal cache's computed tokens per sample by part of the prompt: {parts}")
+    if result.get("ideal_by_family"):
+        lines += [
+            "",
+            "The ideal cache's computed tokens per sample, by prompt family and part of the prompt:",
+            "",
+            "| family | requests | " + " | ".join(PARTS_OF_A_PROMPT) + " | all |",
+            "| --- | ---: | " + " | ".join("---:" for _ in PARTS_OF_A_PROMPT) + " | ---: |",
+        ]
+        rows = [*result["ideal_by_family"].items(), ("all", {"requests": result["requests"],
+                                                             **result["ideal_by_part"]})]  # fmt: skip
+        for family, row in rows:
+            cells = [f"{row[part]:.0f}" for part in PARTS_OF_A_PROMPT]
+            total = sum(row[part] for part in PARTS_OF_A_PROMPT)
+            lines.append(f"| {family} | {row['requests']:.1f} | " + " | ".join(cells) + f" | {total:.0f} |")
     shares = ", ".join(f"{k} {v:.0%}" for k, v in result["B16"]["share"].items())
     lines += ["", f"Computed tokens by prompt family (B=16, all samples): {shares}"]
     return "\n".join(lines)
