@@ -71,7 +71,7 @@ class LoopbackServer:
         self._lock = threading.Lock()
         self.closing = threading.Event()
         """Set by `close`: handlers sleeping out a scripted delay (or a test's hold) wait on it."""
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _RequestHandler)
+        self._httpd = _Server(("127.0.0.1", 0), _RequestHandler)
         self._httpd.daemon_threads = True
         self._httpd.loopback = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(
@@ -137,6 +137,13 @@ class LoopbackServer:
         """A request has been answered (the handler calls this)."""
         with self._lock:
             self._in_flight -= 1
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128
+    """The listen backlog. socketserver's default of 5 can overflow when a client opens its pool's
+    connections at once on a busy machine; the kernel then drops the connect, and the client's attempt
+    fails before the server sees it. Real servers listen with a deep backlog (uvicorn: 2048)."""
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
