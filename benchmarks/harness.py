@@ -23,6 +23,7 @@ Rows are named `SIDE:BACKEND[:OPTION=VALUE,...]`:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -238,6 +240,22 @@ def _counted_by_server(out: dict[str, Any], run: Run, cfg: dict[str, Any], befor
     return True
 
 
+@contextlib.contextmanager
+def _server_timeline(run: Run, cfg: dict[str, Any], out: dict[str, Any]) -> Iterator[None]:
+    """Around a server row's timed phase: the server's counters, queue and (for a server the harness
+    started) CPU time every 2 s, written beside the report (`timeline-<row>.jsonl`) and summed up in
+    `out["server_time"]` (`server.timeline_summary`)."""
+    from benchmarks.server import ServerTimeline, timeline_summary
+
+    if run.backend != "server" or not cfg.get("server_url"):
+        yield
+        return
+    with ServerTimeline(cfg["server_url"], pid=cfg.get("server_pid")) as timeline:
+        yield
+    timeline.write(Path(cfg["out"]) / f"timeline-{_slug(run.name)}.jsonl")
+    out["server_time"] = timeline_summary(timeline.samples)
+
+
 def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[str, Any]:
     from ascend_eval.models.factory import build
     from ascend_eval.models.spec import ModelSpec
@@ -252,18 +270,21 @@ def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[st
     # The trace (every request's full prompt) is written only where it is replayed.
     trace = Path(cfg["out"]) / f"trace-{_slug(run.name)}.jsonl" if run.replay else None
     before = _server_counts(cfg) if run.backend == "server" else None
-    out = run_ours(
-        data,
-        cfg["metrics"],
-        judge,
-        embedder,
-        max_tokens=cfg["max_tokens"],
-        trace_path=trace,
-        chunk_size=run.chunk,
-        dedupe=run.dedupe,
-        judge_mode=run.mode,
-        prompt_layout=run.layout,
-    )
+    timed: dict[str, Any] = {}
+    with _server_timeline(run, cfg, timed):
+        out = run_ours(
+            data,
+            cfg["metrics"],
+            judge,
+            embedder,
+            max_tokens=cfg["max_tokens"],
+            trace_path=trace,
+            chunk_size=run.chunk,
+            dedupe=run.dedupe,
+            judge_mode=run.mode,
+            prompt_layout=run.layout,
+        )
+    out.update(timed)
     out["count_source"] = "backend results"
     if not _counted_by_server(out, run, cfg, before) and run.backend == "server":
         out["count_source"] = "response usage"
@@ -297,7 +318,10 @@ def worker_ragas(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[s
     counts.reset()
     load = time.perf_counter() - started
     before = _server_counts(cfg) if run.backend == "server" else None
-    out = ragas_side.run_ragas(data, cfg["metrics"], llm, emb, timeout=cfg["timeout"])
+    timed: dict[str, Any] = {}
+    with _server_timeline(run, cfg, timed):
+        out = ragas_side.run_ragas(data, cfg["metrics"], llm, emb, timeout=cfg["timeout"])
+    out.update(timed)
     if not _counted_by_server(out, run, cfg, before):
         out.update(
             judge_requests=counts.requests,
@@ -624,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[bench] starting the judge server ({server_python})", flush=True)
             server.start()
             print(f"[bench] server ready in {server.ready_seconds:.0f}s at {server.url}", flush=True)
-            cfg.update(server_url=server.url, server_model=SERVED_NAME)
+            cfg.update(server_url=server.url, server_model=SERVED_NAME, server_pid=server.process.pid)
         header = {
             "benchmark": "ascend-eval vs RAGAS 0.4.3",
             "samples": n,

@@ -61,6 +61,20 @@ RATIO_KEYS = (
 )
 
 
+TIME_NOTE = (
+    "Where the server's time went (its /metrics every 2 s during the timed run, `timeline-<row>.jsonl`): "
+    "prefill, intervals that computed prompt tokens or ran a step longer than 2 s; decode, intervals that "
+    "only generated; idle, no request in the server, the client's own time."
+)
+TIME_HEAD = [
+    (
+        "| run | wall s | prefill s | decode s | idle s | computed tok/s in prefill | gen tok/s in decode "
+        "| running while decoding |"
+    ),
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+]
+
+
 def _num(value: Any, digits: int = 2) -> str:
     if value is None:
         return "–"
@@ -133,6 +147,16 @@ def markdown(report: dict[str, Any]) -> str:
                 + " | ".join(_num(ratios.get(key)) for key in RATIO_KEYS)
                 + " |"
             )
+    timed = [r for r in runs if r["status"] == "ok" and r.get("server_time")]
+    if timed:
+        lines += ["", TIME_NOTE, "", *TIME_HEAD]
+        for r in timed:
+            t = r["server_time"]
+            seconds = [t[f"{k}_seconds"] for k in ("wall", "prefill", "decode", "idle")]
+            rates = [t[k] for k in ("computed_per_prefill_second", "generated_per_decode_second",
+                                    "running_while_decoding")]  # fmt: skip
+            cells = [_num(v, 0) for v in seconds] + [_num(v, 1) for v in rates]
+            lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
     ok = [r for r in runs if r["status"] == "ok"]
     if ok:
         lines += [

