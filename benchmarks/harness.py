@@ -583,6 +583,13 @@ def build_parser() -> argparse.ArgumentParser:
         "the server; a small block is what a user tunes a judge server to, and it is the fairer setting: "
         "RAGAS's requests of a sample share long prefixes too",
     )
+    parser.add_argument(
+        "--server-kv-gib",
+        type=int,
+        default=1,
+        help="the started server's KV cache in GiB (default 1), which its prefix cache lives in: a cache too "
+        "small for the prefixes a run shares evicts them, and both tools compute them again",
+    )
     parser.add_argument("--server-url", default=None, help="use this running server instead of starting one")
     parser.add_argument("--server-model", default=SERVED_NAME, help="model name at --server-url")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
@@ -643,6 +650,7 @@ def main(argv: list[str] | None = None) -> int:
                 dtype=args.server_dtype,
                 log=args.out / "log-server.txt",
                 block_size=args.server_block_size or None,
+                kv_cache_gib=args.server_kv_gib,
                 ready_timeout=args.timeout,
             )
             print(f"[bench] starting the judge server ({server_python})", flush=True)
@@ -665,6 +673,7 @@ def main(argv: list[str] | None = None) -> int:
             "counts_note": COUNTS_NOTE,
             "server_dtype": args.server_dtype if server is not None else None,
             "server_block_size": (args.server_block_size or "vllm default") if server is not None else None,
+            "server_kv_gib": args.server_kv_gib if server is not None else None,
             "server_ready_seconds": server.ready_seconds if server is not None else None,
         }
         # Server rows first, so that the server is stopped (and its memory freed) before in-process rows.
