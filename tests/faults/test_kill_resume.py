@@ -141,8 +141,22 @@ def _rows(tmp_path: Path) -> int:
         return 0
 
 
+def _settle(server: LoopbackServer, quiet: float = 1.0, timeout: float = 30.0) -> None:
+    """Wait until the server has received nothing for `quiet` seconds. Requests the killed run had written
+    can still sit in the listen backlog; the server reads them after the kill, and they must not be
+    counted as the re-run's."""
+    deadline = time.monotonic() + timeout
+    seen, since = len(server.requests), time.monotonic()
+    while time.monotonic() - since < quiet and time.monotonic() < deadline:
+        time.sleep(0.05)
+        if len(server.requests) != seen:
+            seen, since = len(server.requests), time.monotonic()
+
+
 def _rerun(server: LoopbackServer, command: list[str]) -> list[str]:
-    """Run `command` to the end; the chat requests it sent (bodies as keys)."""
+    """Run `command` to the end, once the killed run's last requests are in; the chat requests it sent
+    (bodies as keys)."""
+    _settle(server)
     before = len(server.requests)
     done = subprocess.run(command, capture_output=True, text=True, timeout=180, env=_env())
     assert done.returncode == 0, done.stderr[-3000:]
