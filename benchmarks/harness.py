@@ -241,19 +241,20 @@ def _counted_by_server(out: dict[str, Any], run: Run, cfg: dict[str, Any], befor
 
 
 @contextlib.contextmanager
-def _server_timeline(run: Run, cfg: dict[str, Any], out: dict[str, Any]) -> Iterator[None]:
+def _server_timeline(run: Run, cfg: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Around a server row's timed phase: the server's counters, queue and (for a server the harness
-    started) CPU time every 2 s, written beside the report (`timeline-<row>.jsonl`) and summed up in
-    `out["server_time"]` (`server.timeline_summary`)."""
+    started) CPU time every 2 s, written beside the report (`timeline-<row>.jsonl`); the dict it yields
+    gets their sum, `server_time` (`server.timeline_summary`), for the row's result."""
     from benchmarks.server import ServerTimeline, timeline_summary
 
+    timed: dict[str, Any] = {}
     if run.backend != "server" or not cfg.get("server_url"):
-        yield
+        yield timed
         return
     with ServerTimeline(cfg["server_url"], pid=cfg.get("server_pid")) as timeline:
-        yield
+        yield timed
     timeline.write(Path(cfg["out"]) / f"timeline-{_slug(run.name)}.jsonl")
-    out["server_time"] = timeline_summary(timeline.samples)
+    timed["server_time"] = timeline_summary(timeline.samples)
 
 
 def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[str, Any]:
@@ -270,8 +271,7 @@ def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[st
     # The trace (every request's full prompt) is written only where it is replayed.
     trace = Path(cfg["out"]) / f"trace-{_slug(run.name)}.jsonl" if run.replay else None
     before = _server_counts(cfg) if run.backend == "server" else None
-    timed: dict[str, Any] = {}
-    with _server_timeline(run, cfg, timed):
+    with _server_timeline(run, cfg) as timed:
         out = run_ours(
             data,
             cfg["metrics"],
@@ -318,8 +318,7 @@ def worker_ragas(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[s
     counts.reset()
     load = time.perf_counter() - started
     before = _server_counts(cfg) if run.backend == "server" else None
-    timed: dict[str, Any] = {}
-    with _server_timeline(run, cfg, timed):
+    with _server_timeline(run, cfg) as timed:
         out = ragas_side.run_ragas(data, cfg["metrics"], llm, emb, timeout=cfg["timeout"])
     out.update(timed)
     if not _counted_by_server(out, run, cfg, before):
@@ -364,18 +363,11 @@ class PeakMemory:
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _loop(self) -> None:
-        import psutil
+        from benchmarks.server import process_tree_sum
 
         while not self._stop.is_set():
-            total = 0
-            for pid in self.pids:
-                try:
-                    root = psutil.Process(pid)
-                    for p in [root, *root.children(recursive=True)]:
-                        total += p.memory_info().rss
-                except psutil.Error:
-                    continue
-            self.peak = max(self.peak, total / 2**20)
+            trees = (process_tree_sum(pid, lambda p: p.memory_info().rss) for pid in self.pids)
+            self.peak = max(self.peak, sum(t or 0.0 for t in trees) / 2**20)
             self._stop.wait(0.25)
 
     def __enter__(self) -> PeakMemory:

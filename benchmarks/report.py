@@ -64,7 +64,7 @@ RATIO_KEYS = (
 TIME_NOTE = (
     "Where the server's time went (its /metrics every 2 s during the timed run, `timeline-<row>.jsonl`): "
     "prefill, intervals that computed prompt tokens or ran a step longer than 2 s; decode, intervals that "
-    "only generated; idle, no request in the server, the client's own time."
+    "only generated; idle, the server did nothing (the client's own time)."
 )
 TIME_HEAD = [
     (

@@ -17,6 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -228,8 +229,9 @@ class ServerTimeline:
         path.write_text("".join(json.dumps({"t": round(t, 2), **v}) + "\n" for t, v in self.samples))
 
 
-def process_tree_cpu(pid: int) -> float | None:
-    """User and system CPU seconds used so far by process `pid` and its children, or None where it is gone."""
+def process_tree_sum(pid: int, read: Callable[[Any], float]) -> float | None:
+    """`read(process)` summed over process `pid` and its children (psutil processes; one that ends while
+    it is read is left out), or None where `pid` itself is gone."""
     import psutil
 
     try:
@@ -240,11 +242,20 @@ def process_tree_cpu(pid: int) -> float | None:
     total = 0.0
     for process in processes:
         try:
-            times = process.cpu_times()
+            total += read(process)
         except psutil.Error:
             continue
-        total += times.user + times.system
     return total
+
+
+def process_tree_cpu(pid: int) -> float | None:
+    """User and system CPU seconds used so far by process `pid` and its children, or None where it is gone."""
+
+    def cpu(process: Any) -> float:
+        times = process.cpu_times()
+        return times.user + times.system
+
+    return process_tree_sum(pid, cpu)
 
 
 BUSY_CPU_SHARE = 0.5
