@@ -304,6 +304,10 @@ class Job:
         command = [sys.executable, "-m", "ascend_eval.jobs", "--root", str(self.directory.parent)]
         # The process resolves the spec's secret names in this job's store, not the default one.
         command += ["--secrets-dir", str(self.secrets.directory.absolute()), self.id]
+        # A run before this one left its process's pid, long dead: read beside "pending" by another
+        # thread (the server answering a status request) before the new pid is written, it made the job
+        # read as "ended before the job started", and failed it. No pid until the new one is known.
+        (self.directory / "background.pid").unlink(missing_ok=True)
         # Written before the process exists: the process records "running" and its pid itself, and a
         # write from here afterwards could overwrite that.
         self._update(status="pending", host=socket.gethostname(), error=None)

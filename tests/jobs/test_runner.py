@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import ascend_eval
-from ascend_eval.jobs import Jobs
+from ascend_eval.jobs import Jobs, runner
 from ascend_eval.models.errors import BackendError, ConfigError, DataError
 from tests.conftest import CALIBRATION_REQUESTS, SUPPORT_RULE_NO, SUPPORT_RULE_YES
 from tests.jobs.conftest import inline_spec_for, nemo_spec
@@ -321,6 +321,28 @@ def test_a_job_being_started_reads_as_pending_from_other_threads(jobs, judge_ser
         thread.join()
     assert errors == [] and set(seen) <= {"pending", "running"}
     assert job.wait(timeout=60).status() == "completed"
+
+
+def test_a_job_started_again_never_reads_as_failed_by_its_last_process(jobs, judge_server, monkeypatch):
+    """A job run in the background before (a server restart resumes it so) has the last process's pid on
+    file. Another thread reading the job while it is started again, before the new pid is written, saw
+    "pending" beside that dead pid and failed the job ("ended before the job started")."""
+    job = jobs.create(inline_spec_for(judge_server.url, secret=None)).start().wait(timeout=60)
+    assert job.status() == "completed"
+    status = job.directory / "status.json"  # cancelled, as a server stopped mid-run leaves it to resume
+    status.write_text(json.dumps({**json.loads(status.read_text()), "status": "cancelled"}))
+    seen = []
+    popen = runner.subprocess.Popen
+
+    def read_then_spawn(*args, **kwargs):
+        seen.append(Jobs(jobs.root, secrets=jobs.secrets).get(job.id).info()["status"])
+        return popen(*args, **kwargs)
+
+    monkeypatch.setattr(runner.subprocess, "Popen", read_then_spawn)
+    job.start()
+    monkeypatch.undo()
+    assert seen == ["pending"]
+    assert job.wait(timeout=60).status() == "completed" and job.info()["runs"] == 2
 
 
 def test_an_empty_background_pid_reads_as_not_started_yet(jobs, judge_server):
