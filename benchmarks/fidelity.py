@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import csv
+import dataclasses
 import json
 import math
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,11 +137,16 @@ def _columns(samples: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
     return {key: [s[key] for s in samples] for key in samples[0]}
 
 
-def _score_groups(pairs: list[dict[str, Any]], score: Any, tool: str) -> list[dict[str, Any]]:
+def _score_groups(
+    pairs: list[dict[str, Any]], score: Any, tool: str, only: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     """Score the pairs one (property, language) group at a time: `score(metrics, language, samples)`
     returns each metric's scores over the better members, then the worse ones; each pair gets
-    "scores": metric -> [better, worse]."""
+    "scores": metric -> [better, worse]. `only` names the metrics to score (default: all)."""
     for prop, metrics in METRICS.items():
+        metrics = tuple(m for m in metrics if not only or m in only)
+        if not metrics:
+            continue
         group = [p for p in pairs if p["property"] == prop]
         for language in ("en", "zh"):
             subset = [p for p in group if p["language"] == language]
@@ -168,9 +175,14 @@ def score_pairs(
     calibration: str = "auto",
     scoring: str = "auto",
     prompt_layout: str = "auto",
+    only: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Each pair with its metrics' scores on both members ("scores": metric -> [better, worse]), under
-    `evaluate`'s `calibration`, `scoring` and `prompt_layout`."""
+    `evaluate`'s `calibration`, `scoring` and `prompt_layout`; `only` names the metrics (default: all).
+    `prompt_layout` may also be an experiment's (`experiment_switches`): "sample_first_all" and its options,
+    to measure what the prompt families that opt out of sample first would lose or gain in it."""
+    switches = experiment_switches(prompt_layout)
+    prompt_layout = "sample_first" if switches else prompt_layout
 
     def score(metrics: Sequence[str], language: str, samples: list[dict[str, Any]]) -> dict[str, list[float]]:
         result = ascend_eval.evaluate(
@@ -182,7 +194,69 @@ def score_pairs(
         columns = {m: next(c for c in result.metrics if c == m or c.startswith(f"{m}(")) for m in metrics}
         return {m: result[column] for m, column in columns.items()}
 
-    return _score_groups(pairs, score, "")
+    with every_family_sample_first(switches) if switches else contextlib.nullcontext():
+        return _score_groups(pairs, score, "", only)
+
+
+ALL_SAMPLE_FIRST = "sample_first_all"
+"""A variant's layout for the experiment (not one of `evaluate`'s layouts): every family sample first."""
+EXPERIMENT_OPTIONS: dict[str, dict[str, Any]] = {
+    "examples": {"sample_first_examples": True},  # a classify family keeps its few-shot examples
+    "contexts": {"sample_first_parts": frozenset({"contexts"})},  # the input points to the contexts only
+}
+
+
+def experiment_switches(layout: str) -> dict[str, Any]:
+    """The spec fields an experiment's layout sets on the families that opt out of sample first, {} for
+    one of `evaluate`'s layouts: "sample_first_all" sets `sample_first`, and each "+option" of
+    `EXPERIMENT_OPTIONS` more.
+
+    >>> experiment_switches("sample_first_all+examples")
+    {'sample_first': True, 'sample_first_examples': True}
+    >>> experiment_switches("task_first")
+    {}
+    """
+    base, *options = layout.split("+")
+    if base != ALL_SAMPLE_FIRST:
+        return {}
+    unknown = [o for o in options if o not in EXPERIMENT_OPTIONS]
+    if unknown:
+        raise SystemExit(f"layout {layout!r}: unknown option(s) {unknown}; valid: {list(EXPERIMENT_OPTIONS)}")
+    return {"sample_first": True, **{k: v for o in options for k, v in EXPERIMENT_OPTIONS[o].items()}}
+
+
+@contextlib.contextmanager
+def every_family_sample_first(switches: dict[str, Any]) -> Iterator[list[str]]:
+    """For the duration, every prompt family of `ascend_eval.prompts` that opts out of the sample-first
+    layout takes the `switches` (`experiment_switches`) its spec has; yields their tags. Their requests
+    then differ from the opted-out ones, so a request cache keeps both apart."""
+    import ascend_eval.prompts as prompts
+
+    found = [v for m in _prompt_modules(prompts) for v in vars(m).values() if _instance(v)]
+    found += [getattr(v, f.name) for v in found for f in dataclasses.fields(v)]  # a rating's two forms
+    specs = {id(v): v for v in found if getattr(v, "sample_first", True) is False}
+    saved = {id(spec): {k: getattr(spec, k) for k in switches if hasattr(spec, k)} for spec in specs.values()}
+    for spec in specs.values():
+        for key in saved[id(spec)]:
+            object.__setattr__(spec, key, switches[key])  # frozen specs: the experiment's one switch
+    try:
+        yield sorted(spec.tag for spec in specs.values())
+    finally:
+        for spec in specs.values():
+            for key, value in saved[id(spec)].items():
+                object.__setattr__(spec, key, value)
+
+
+def _instance(value: Any) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def _prompt_modules(package: Any) -> list[Any]:
+    import importlib
+    import pkgutil
+
+    return [package, *(importlib.import_module(f"{package.__name__}.{m.name}")
+                       for m in pkgutil.iter_modules(package.__path__))]  # fmt: skip
 
 
 def ragas_score_pairs(
@@ -284,7 +358,9 @@ def ours_rows(
     with tempfile.TemporaryDirectory() as scratch:
         cache = args.cache_dir or (scratch if len(args.variants) > 1 else False)
         return variant_accuracy(
-            pairs, args.variants, lambda p, **how: score_pairs(p, judge, embedder, cache, **how)
+            pairs,
+            args.variants,
+            lambda p, **how: score_pairs(p, judge, embedder, cache, only=args.metrics or (), **how),
         )
 
 
@@ -320,6 +396,10 @@ def main(argv: list[str] | None = None) -> int:
         help="the project's pair files (default: English and Chinese); none with an empty list",
     )  # fmt: skip
     parser.add_argument("--properties", nargs="+", default=list(METRICS), choices=list(METRICS))
+    parser.add_argument(
+        "--metrics", nargs="+", default=None, choices=sorted({m for ms in METRICS.values() for m in ms}),
+        help="score only these metrics (default: every metric of the properties asked)",
+    )  # fmt: skip
     parser.add_argument("--judge", required=True, help="a judge: shipped name, directory or .gguf")
     parser.add_argument("--embedder", default="multilingual-e5-small")
     parser.add_argument(
@@ -329,7 +409,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--variants", nargs="*", default=["auto/auto"],
         help="calibration/scoring[/prompt_layout] to score, first to last over one cache, e.g. off/threshold "
-        "anchored/threshold off/expected anchored/expected anchored/expected/task_first (default: "
+        "anchored/threshold off/expected anchored/expected anchored/expected/task_first; the layout "
+        f"{ALL_SAMPLE_FIRST}[+{'][+'.join(EXPERIMENT_OPTIONS)}] puts every prompt family sample first, the "
+        "opted-out ones too (`experiment_switches`) (default: "
         "evaluate's defaults); none with "
         "--ragas scores RAGAS's side alone (to run it beside ours in another process on the same server)",
     )  # fmt: skip
@@ -355,6 +437,8 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.pairs:
         pairs += project_pairs(path)
     pairs = [p for p in pairs if p["property"] in args.properties]
+    if args.metrics:
+        pairs = [p for p in pairs if set(METRICS[p["property"]]) & set(args.metrics)]
     if not pairs:
         raise SystemExit("no pairs: pass --wikieval PATH, --pairs FILES and/or keep the Chinese pairs")
     if not args.variants and not args.ragas:

@@ -38,7 +38,7 @@ from ascend_eval.models.base import (
 )
 from ascend_eval.models.errors import BACKEND_ERROR
 from ascend_eval.prompts.calibration import Method, calibration_inputs
-from ascend_eval.prompts.layout import SampleBlock, point, task_heading
+from ascend_eval.prompts.layout import PARTS, Part, SampleBlock, point, task_heading
 from ascend_eval.text.language import Language
 
 In = TypeVar("In", bound=BaseModel)
@@ -151,6 +151,9 @@ class PromptSpec(Generic[In, Out]):
     """Whether this prompt takes the sample-first layout when a run renders in it
     (`prompts/layout.py`); False keeps it task first in every layout, for prompts whose verdicts were
     measured worse sample first (docs/metrics.md, "Prompt layout")."""
+    sample_first_parts: frozenset[Part] = PARTS
+    """The sample's parts this prompt's input may point to sample first; an input that is only other
+    parts keeps the task-first layout."""
 
     @property
     def tag(self) -> str:
@@ -166,7 +169,8 @@ class PromptSpec(Generic[In, Out]):
             parts.append(
                 f"{words['example']} {i}\n{words['input']}: {_dump(x)}\n{words['output']}: {_dump(y)}"
             )
-        laid = point(inputs.model_dump(mode="json"), block if self.sample_first else None, language)
+        data, shown = inputs.model_dump(mode="json"), block if self.sample_first else None
+        laid = point(data, shown, language, self.sample_first_parts)
         return _laid_out(parts, laid, inputs, language)
 
     def request(
@@ -238,6 +242,12 @@ class ClassifyPromptSpec(Generic[In]):
     """Whether this prompt takes the sample-first layout when a run renders in it
     (`prompts/layout.py`); False keeps it task first in every layout, for prompts whose verdicts were
     measured worse sample first (docs/metrics.md, "Prompt layout")."""
+    sample_first_examples: bool = False
+    """Whether the few-shot examples stay in the sample-first layout, after the task. No prompt keeps
+    them: tried on context usefulness and the groundedness ratings (2026-12-06), examples between the
+    sample and the input lost more fidelity pairs than none (`benchmarks/fidelity.py`'s experiments)."""
+    sample_first_parts: frozenset[Part] = PARTS
+    """The sample's parts this prompt's input may point to sample first (`PromptSpec.sample_first_parts`)."""
 
     def __post_init__(self) -> None:
         if self.positive is not None and self.positive not in self.labels:
@@ -253,8 +263,9 @@ class ClassifyPromptSpec(Generic[In]):
         words = _LABELS[language]
         answer_with = _ANSWER_WITH[language].format(labels=", ".join(self.labels))
         parts = [self.instruction[language], answer_with]
-        laid = point(inputs.model_dump(mode="json"), block if self.sample_first else None, language)
-        if laid is None:  # sample first has no examples (see prompts/layout.py)
+        data, shown = inputs.model_dump(mode="json"), block if self.sample_first else None
+        laid = point(data, shown, language, self.sample_first_parts)
+        if laid is None or self.sample_first_examples:  # sample first has none by default (prompts/layout.py)
             for i, (x, label) in enumerate(self.examples.get(language, ()), start=1):
                 parts.append(
                     f"{words['example']} {i}\n{words['input']}: {_dump(x)}\n{words['output']}: {label}"

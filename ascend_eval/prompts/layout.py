@@ -24,7 +24,8 @@ short, are computed once per view that shows them. Inputs that point to nothing 
 against itself, texts from outside the sample) keep the task-first layout, and so does a prompt that must not
 see the rest of the sample: answer_relevancy writes a question from the answer alone, which the sample's own
 question in view would give away. A prompt family whose verdicts were measured worse sample first opts out
-(`PromptSpec.sample_first=False`) and is task first in every layout.
+(`PromptSpec.sample_first=False`) and is task first in every layout; one that judges well only with its
+short inputs written out points to the contexts alone (`PromptSpec.sample_first_parts`, `CONTEXTS_ONLY`).
 
 Classify prompts drop their few-shot examples in this layout: the answer is read from the probabilities of
 the prompt's labels, so the examples no longer teach the format, and after the sample block they would be
@@ -44,6 +45,9 @@ from ascend_eval.text.language import Language
 Part = Literal["question", "contexts", "answer", "reference"]
 PARTS: frozenset[Part] = frozenset(get_args(Part))
 """A sample's parts; a block shows them in this order: question, contexts, answer, reference."""
+CONTEXTS_ONLY: frozenset[Part] = frozenset({"contexts"})
+"""For a prompt that points to the contexts only (`PromptSpec.sample_first_parts`): its other inputs stay in
+the input as text, and its block is the one that every request reading the contexts starts with."""
 
 Layout = Literal["sample_first", "task_first"]
 LAYOUTS: tuple[Layout, ...] = ("sample_first", "task_first")
@@ -53,8 +57,9 @@ AUTO_LAYOUT: Layout = "sample_first"
 """What "auto" picks. Sample first passed the fidelity check on a real judge (`benchmarks/fidelity.py`,
 Qwen2.5-Coder-1.5B through a vLLM server, 2026-12-04: no metric lost a pair, 328 of 348 pairs right against
 326 task first) with the families that had lost a pair in it kept task first (`PromptSpec.sample_first`):
-nv_response_groundedness's two ratings, context usefulness and the context entities (docs/metrics.md,
-"Prompt layout"). The check ran in classify mode; generate mode and `ragas_compat` stay task first."""
+context usefulness and the context entities; nv_response_groundedness's two ratings joined on 2026-12-06,
+pointing to the contexts only (38 of 38 pairs, as task first; docs/metrics.md, "Prompt layout"). The
+check ran in classify mode; generate mode and `ragas_compat` stay task first."""
 
 
 def resolve_layout(value: str, *, ragas_compat: bool, judge_mode: str = "classify") -> Layout:
@@ -250,11 +255,11 @@ class SampleBlock:
 
 
 def point(
-    data: dict[str, Any], block: SampleBlock | None, language: Language
+    data: dict[str, Any], block: SampleBlock | None, language: Language, parts: frozenset[Part] = PARTS
 ) -> tuple[str, dict[str, Any]] | None:
     """The block text and `data` with the sample's texts written as pointers, or None when no field of
-    `data` is one of the sample's texts (the request then keeps the task-first layout). The block shows the
-    question and the parts that `data` points to.
+    `data` is one of the sample's texts in `parts` (the request then keeps the task-first layout). The
+    block shows the question and the parts that `data` points to.
 
     >>> block = SampleBlock(question="Q?", contexts=("a", "b"), answer="A.", reference="R.")
     >>> text, data = point({"context": "a\\nb", "statement": "x"}, block, "en")
@@ -264,13 +269,15 @@ def point(
     True
     >>> point({"statements": ["x"]}, block, "en") is None
     True
+    >>> point({"text": "R."}, block, "en", frozenset({"contexts"})) is None
+    True
     """
     if block is None:
         return None
     out, view = dict(data), set()
     for key, value in data.items():
         found = block.find(value, language) if isinstance(value, str) else None
-        if found is not None:
+        if found is not None and found[0] in parts:
             view.add(found[0])
             out[key] = found[1]
     return (block.render(language, frozenset(view)), out) if view else None

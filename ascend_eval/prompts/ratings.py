@@ -15,6 +15,7 @@ from typing import Generic, Literal, TypeVar
 from pydantic import BaseModel, field_validator
 
 from ascend_eval.prompts.base import ClassifyPromptSpec, PromptSpec
+from ascend_eval.prompts.layout import PARTS, Part
 from ascend_eval.text.language import Language
 
 In = TypeVar("In", bound=BaseModel)
@@ -83,6 +84,7 @@ def rating_prompt(
     examples: Mapping[Language, Sequence[tuple[In, int]]],
     *,
     sample_first: bool = True,
+    sample_first_parts: frozenset[Part] = PARTS,
 ) -> RatingPrompt[In]:
     """Build the classify and the JSON form of one rating prompt.
 
@@ -94,6 +96,7 @@ def rating_prompt(
         scale: the allowed ratings, ascending: (0, 2, 4) or (0, 1, 2).
         examples: (input, rating) pairs per language.
         sample_first: whether both forms take the sample-first layout (`PromptSpec.sample_first`).
+        sample_first_parts: the sample's parts both forms point to there (`PromptSpec.sample_first_parts`).
 
     Returns:
         Both forms and the scale.
@@ -107,6 +110,7 @@ def rating_prompt(
         labels=tuple(str(r) for r in scale),
         examples={lang: [(x, str(r)) for x, r in pairs] for lang, pairs in examples.items()},
         sample_first=sample_first,
+        sample_first_parts=sample_first_parts,
     )
     generate = PromptSpec(
         name=f"{name}_json",
@@ -117,5 +121,6 @@ def rating_prompt(
         examples={lang: [(x, output(rating=r)) for x, r in pairs] for lang, pairs in examples.items()},
         max_tokens=32,
         sample_first=sample_first,
+        sample_first_parts=sample_first_parts,
     )
     return RatingPrompt(scale=scale, classify=classify, generate=generate)  # type: ignore[arg-type]

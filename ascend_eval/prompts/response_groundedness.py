@@ -2,12 +2,18 @@
 
 Judge 1 shows the context, then the response; judge 2 has its own (first-person) wording and shows the
 response first.
+
+Sample first, both point to the sample's contexts and keep the response in their input: pointing to the
+answer as well made the ratings all but equal on both members of a pair (about 0.48 each), and a WikiEval
+pair was lost; with the response in the input, no pair is lost and the ratings separate the members of a
+pair as widely as task first or more (docs/metrics.md, "Prompt layout").
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
+from ascend_eval.prompts.layout import CONTEXTS_ONLY
 from ascend_eval.prompts.ratings import rating_prompt
 
 
@@ -71,7 +77,7 @@ GROUNDEDNESS_JUDGE_1 = rating_prompt(
         "en": [(GroundednessInput(context=c, response=r), s) for c, r, s in _EN_EXAMPLES],
         "zh": [(GroundednessInput(context=c, response=r), s) for c, r, s in _ZH_EXAMPLES],
     },
-    sample_first=False,  # a WikiEval pair lost sample first (docs/metrics.md, "Prompt layout")
+    sample_first_parts=CONTEXTS_ONLY,
 )
 
 GROUNDEDNESS_JUDGE_2 = rating_prompt(
@@ -96,5 +102,5 @@ GROUNDEDNESS_JUDGE_2 = rating_prompt(
         "en": [(GroundednessInputResponseFirst(response=r, context=c), s) for c, r, s in _EN_EXAMPLES],
         "zh": [(GroundednessInputResponseFirst(response=r, context=c), s) for c, r, s in _ZH_EXAMPLES],
     },
-    sample_first=False,  # a WikiEval pair lost sample first (docs/metrics.md, "Prompt layout")
+    sample_first_parts=CONTEXTS_ONLY,
 )

@@ -14,6 +14,8 @@ from benchmarks.fidelity import (
     PROJECT_PAIRS,
     ZH_PAIRS,
     accuracy,
+    every_family_sample_first,
+    experiment_switches,
     project_pairs,
     right,
     score_pairs,
@@ -73,6 +75,28 @@ def test_rule_judge_scores_the_projects_pairs_end_to_end(rule_judge, ngram_embed
     assert "| noise_sensitivity | 2 project-en |" in table(rows)
 
 
+def test_the_layout_experiment_switches_the_opted_out_families_and_puts_them_back():
+    from ascend_eval.prompts.context_usefulness import CONTEXT_USEFUL, UsefulnessInput
+    from ascend_eval.prompts.entities import ENTITIES
+    from ascend_eval.prompts.layout import PARTS, SampleBlock
+
+    contexts = ("The tower was designed by Gustave Eiffel's company and opened in 1889. " * 20, "Other.")
+    block = SampleBlock("Who built the tower?", contexts, "Eiffel's company.", "")
+    x = UsefulnessInput(question=block.question, context=contexts[1], answer=block.answer)
+    task_first = CONTEXT_USEFUL.render(x, "en", block)[0].content
+    with every_family_sample_first(experiment_switches("sample_first_all+contexts")) as tags:
+        assert {"context_useful@1", "entities@1"} <= set(tags)
+        switched = CONTEXT_USEFUL.render(x, "en", block)[0].content
+        assert ENTITIES.sample_first and ENTITIES.sample_first_parts == {"contexts"}
+    assert switched.startswith(block.render("en", frozenset({"contexts"})))
+    assert '"context": "context 2 in the sample above"' in switched and '"answer": "Eiffel' in switched
+    assert not task_first.startswith(block.render("en", frozenset({"contexts"})))
+    assert CONTEXT_USEFUL.render(x, "en", block)[0].content == task_first
+    assert not ENTITIES.sample_first and ENTITIES.sample_first_parts == PARTS
+    with pytest.raises(SystemExit, match="unknown option"):
+        experiment_switches("sample_first_all+everything")
+
+
 def test_rule_judge_scores_faithfulness_pairs_end_to_end(rule_judge, ngram_embedder):
     pairs = [p for p in zh_pairs(ZH_PAIRS) if p["property"] == "faithfulness"][:3]
     rows = accuracy(score_pairs(pairs, rule_judge, ngram_embedder, False))
@@ -100,7 +124,11 @@ def test_the_table_puts_two_runs_side_by_side_per_language(tmp_path, capsys):
                 "property": "faithfulness", "better": {"response": f"r{i}"}, "worse": {"response": f"w{i}"},
                 "variants": {variant: {"faithfulness": scores}}}  # fmt: skip
 
-    ours = [pair(0, "en", "ours", [.9, .1]), pair(1, "zh", "ours", [.6, .4]), pair(2, "zh", "ours", [1, 0])]
+    ours = [
+        pair(0, "en", "ours", [0.9, 0.1]),
+        pair(1, "zh", "ours", [0.6, 0.4]),
+        pair(2, "zh", "ours", [1, 0]),
+    ]
     ragas = [pair(0, "en", "ragas", [1, 1]), pair(1, "zh", "ragas", [1, 0]), pair(2, "zh", "ragas", [0, 1])]
     files = [str(tmp_path / "ours.json"), str(tmp_path / "ragas.json")]
     Path(files[0]).write_text(json.dumps({"pairs": ours}))
