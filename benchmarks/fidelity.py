@@ -32,7 +32,6 @@ import argparse
 import ast
 import contextlib
 import csv
-import dataclasses
 import json
 import math
 import sys
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import ascend_eval
+from ascend_eval.prompts.layout import CONTEXTS_ONLY
 
 ZH_PAIRS = Path(__file__).parent / "data" / "fidelity_zh.jsonl"
 PROJECT_PAIRS = tuple(
@@ -202,7 +202,7 @@ ALL_SAMPLE_FIRST = "sample_first_all"
 """A variant's layout for the experiment (not one of `evaluate`'s layouts): every family sample first."""
 EXPERIMENT_OPTIONS: dict[str, dict[str, Any]] = {
     "examples": {"sample_first_examples": True},  # a classify family keeps its few-shot examples
-    "contexts": {"sample_first_parts": frozenset({"contexts"})},  # the input points to the contexts only
+    "contexts": {"sample_first_parts": CONTEXTS_ONLY},  # the input points to the contexts only
 }
 
 
@@ -227,36 +227,22 @@ def experiment_switches(layout: str) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def every_family_sample_first(switches: dict[str, Any]) -> Iterator[list[str]]:
-    """For the duration, every prompt family of `ascend_eval.prompts` that opts out of the sample-first
+    """For the duration, every prompt (`ascend_eval.prompts.PROMPTS`) that opts out of the sample-first
     layout takes the `switches` (`experiment_switches`) its spec has; yields their tags. Their requests
     then differ from the opted-out ones, so a request cache keeps both apart."""
-    import ascend_eval.prompts as prompts
+    from ascend_eval.prompts import PROMPTS
 
-    found = [v for m in _prompt_modules(prompts) for v in vars(m).values() if _instance(v)]
-    found += [getattr(v, f.name) for v in found for f in dataclasses.fields(v)]  # a rating's two forms
-    specs = {id(v): v for v in found if getattr(v, "sample_first", True) is False}
-    saved = {id(spec): {k: getattr(spec, k) for k in switches if hasattr(spec, k)} for spec in specs.values()}
-    for spec in specs.values():
-        for key in saved[id(spec)]:
-            object.__setattr__(spec, key, switches[key])  # frozen specs: the experiment's one switch
+    saved = {tag: {k: getattr(spec, k) for k in switches if hasattr(spec, k)}
+             for tag, spec in PROMPTS.items() if not spec.sample_first}  # fmt: skip
+    for tag, fields in saved.items():
+        for key in fields:
+            object.__setattr__(PROMPTS[tag], key, switches[key])  # frozen specs: the experiment's one switch
     try:
-        yield sorted(spec.tag for spec in specs.values())
+        yield sorted(saved)
     finally:
-        for spec in specs.values():
-            for key, value in saved[id(spec)].items():
-                object.__setattr__(spec, key, value)
-
-
-def _instance(value: Any) -> bool:
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
-
-
-def _prompt_modules(package: Any) -> list[Any]:
-    import importlib
-    import pkgutil
-
-    return [package, *(importlib.import_module(f"{package.__name__}.{m.name}")
-                       for m in pkgutil.iter_modules(package.__path__))]  # fmt: skip
+        for tag, fields in saved.items():
+            for key, value in fields.items():
+                object.__setattr__(PROMPTS[tag], key, value)
 
 
 def ragas_score_pairs(
