@@ -18,9 +18,11 @@ from typing import Any, Literal
 
 from ascend_eval.data.columns import column_roles
 from ascend_eval.data.objects import union_keys
+from ascend_eval.data.stream import SampleStream, check_samples, open_samples
 from ascend_eval.engine import Backends
 from ascend_eval.engine.tracing import TraceArg, run_attributes, tracer_for
 from ascend_eval.examples import builtin_dataset
+from ascend_eval.executors.local import open_cache, score_samples
 from ascend_eval.metrics import Metric, resolve_metrics
 from ascend_eval.metrics.verdict_settings import calibration_method, resolve_calibration, resolve_scoring
 from ascend_eval.models.base import GenerationParams
@@ -30,9 +32,7 @@ from ascend_eval.models.lazy import is_loaded, runtime_of
 from ascend_eval.models.spec import Backend
 from ascend_eval.prompts.layout import resolve_layout
 from ascend_eval.results import EvaluationResult, check_output_dir
-from ascend_eval.streaming.local import open_cache, score_samples
-from ascend_eval.streaming.sink import FileSink, MemorySink
-from ascend_eval.streaming.source import SampleStream, check_samples, open_samples
+from ascend_eval.results.sink import FileSink, MemorySink
 
 logger = logging.getLogger("ascend_eval")
 

@@ -112,3 +112,34 @@ def test_models_and_kernels_import_only_downwards() -> None:
         or (name.startswith("ascend_eval.kernels") and target.startswith("ascend_eval.models"))
     ]
     assert not wrong, "imports against the layering ascend_eval -> models -> kernels:\n" + "\n".join(wrong)
+
+
+def package_of(module: str) -> str:
+    """The package a module counts in: `ascend_eval.<package>` (a top-level module is its own), and one level
+    deeper inside models and kernels (`ascend_eval.models.judge`), whose folders are packages of their own."""
+    parts = module.split(".")
+    return ".".join(parts[: 3 if module.startswith(LOWER) else 2])
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    packages: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        edges = packages.setdefault(package_of(name), set())
+        edges.update(package_of(t) for t in targets)
+    for name, edges in packages.items():
+        edges.discard(name)
+    return packages
+
+
+def test_package_of_groups_modules_by_their_package() -> None:
+    assert package_of("ascend_eval.results.sink") == "ascend_eval.results"
+    assert package_of("ascend_eval.api") == "ascend_eval.api"
+    assert package_of("ascend_eval.models.judge.torch.decode") == "ascend_eval.models.judge"
+
+
+def test_no_package_cycles() -> None:
+    """Module cycles are not enough: two packages that import each other through different modules (the
+    results folder's files calling the report, the report reading results) are one package in two
+    folders. Each package imports only those below it."""
+    cycle = find_cycle(package_graph(import_graph()))
+    assert cycle is None, "package cycle: " + " -> ".join(cycle or [])

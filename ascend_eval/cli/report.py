@@ -11,8 +11,8 @@ from ascend_eval.models.errors import ConfigError
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ascend_eval.report.run import REPORT_FILE, render_run_report
     from ascend_eval.results import EvaluationResult
+    from ascend_eval.results.page import REPORT_FILE, render_run_report
 
     result = EvaluationResult.load(args.run)
     given = Path(args.run).expanduser()

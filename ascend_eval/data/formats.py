@@ -277,7 +277,7 @@ def _bad_parquet(path: Path, exc: Exception) -> DataError:
 
 
 # --------------------------------------------------------------------------------------------------
-# The same files read a row at a time (for `ascend_eval.streaming.source`): read_file's rows and errors,
+# The same files read a row at a time (for `ascend_eval.data.stream`): read_file's rows and errors,
 # in memory that does not grow with the file. `.json` is one document and has no such reader.
 
 

@@ -2,7 +2,7 @@
 back (`ascend_eval.executors.ray_data` is the driver side).
 
 Each actor builds its model runtimes once, in `__init__`, and scores every batch it is given with our own
-engine (`ascend_eval.streaming.local.score_samples`, as `evaluate()` runs it, with the runtimes it built
+engine (`ascend_eval.executors.local.score_samples`, as `evaluate()` runs it, with the runtimes it built
 and the node's request cache), so a batch
 scores exactly as the same samples would in one local run. A batch is a block of raw rows as Ray read them;
 the actor turns them into samples with the same cell conversion `load_dataset` uses (`make_sample`), and
@@ -26,11 +26,11 @@ from typing import Any
 from ascend_eval.data.cells import make_sample
 from ascend_eval.data.formats import BOM
 from ascend_eval.engine import Backends
+from ascend_eval.executors.local import open_cache, score_samples
 from ascend_eval.metrics import resolve_metrics
 from ascend_eval.models.errors import AscendEvalError
 from ascend_eval.models.factory import resolve_models
-from ascend_eval.streaming.local import open_cache, score_samples
-from ascend_eval.streaming.records import ScoredSample
+from ascend_eval.results.records import ScoredSample
 
 ROW, LANGUAGE, STAGES, PROMPTS, MODELS = "row", "language", "stages", "prompts", "models"
 WORKER, NODE, PID, RESTARTED = "worker", "node", "pid", "restarted"

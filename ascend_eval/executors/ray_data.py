@@ -58,7 +58,7 @@ from ascend_eval.models.factory import JUDGE_PARALLELISM, spec_for
 from ascend_eval.models.http import EndpointConfig
 from ascend_eval.models.spec import ModelSpec
 from ascend_eval.prompts.layout import resolve_layout
-from ascend_eval.streaming.records import ScoredSample
+from ascend_eval.results.records import ScoredSample
 
 __all__ = ["RAY_INSTALL", "RayRun", "default_workers", "score_on_ray"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ascend_eval.experiments.results import ExperimentResult, PointResult, format_mean
 from ascend_eval.models.errors import MissingDependencyError
-from ascend_eval.report.escape import html_text
+from ascend_eval.results.escape import html_text
 
 _X_PREFERENCE = ("top_k", "metric_params.top_k", "chunk_size", "retriever_pipeline.chunk_size")
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.data import Column, Dataset, Sample, load_dataset, validate
+from ascend_eval.data.stream import open_samples
 from ascend_eval.jobs.datasets import job_source, truncate_contexts
 from ascend_eval.jobs.runtimes import ModelFactory
 from ascend_eval.jobs.secrets import SecretStore, check_spec_secrets
 from ascend_eval.jobs.spec import JobSpec
 from ascend_eval.metrics import resolve_metrics
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.streaming.source import open_samples
 from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT
 
 logger = logging.getLogger("ascend_eval.jobs")
@@ -196,7 +196,7 @@ def _run_pipeline(
             "(ascend_eval.pipeline). Give contexts and answers in the data."
         ) from e
     from ascend_eval.engine import RequestCache
-    from ascend_eval.streaming.local import CACHE_FILE
+    from ascend_eval.executors.local import CACHE_FILE
 
     settings: dict[str, Any] = {"top_k": spec.metric_params.top_k}
     if spec.metric_params.truncate_long_documents:

@@ -1,6 +1,7 @@
-"""Reports on saved runs: one run's HTML page (inline CSS and SVG, no script, no external reference) that
-`EvaluationResult.save` writes beside results.json, bootstrap intervals, and the comparison of two runs."""
+"""The comparison of two saved runs: per-metric changes in the mean with paired bootstrap intervals, the
+samples that moved most with what their details say, as Markdown or a self-contained HTML page
+(`compare.compare_runs`, `ascend-eval compare`).
 
-from ascend_eval.report.run import REPORT_FILE, RunResult, render_run_report, write_run_report
-
-__all__ = ["REPORT_FILE", "RunResult", "render_run_report", "write_run_report"]
+One run's own page, `report.html`, is part of its results folder and written with it
+(`ascend_eval.results.page`).
+"""

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.report.bootstrap import DEFAULT_RESAMPLES, excludes_zero, paired_interval
 from ascend_eval.report.compare_render import comparison_html, comparison_markdown
 from ascend_eval.report.explain import explain
 from ascend_eval.results import EvaluationResult
+from ascend_eval.results.intervals import DEFAULT_RESAMPLES, excludes_zero, paired_interval
 
 UNCHANGED_EPS = 1e-9
 """Two scores closer than this count as unchanged: float noise, not a different verdict."""
@@ -323,7 +323,7 @@ def compare_runs(
     Samples are matched by id. For each metric in both runs, the pairs are the shared samples both runs
     scored (a NaN on either side leaves the pair out, and is counted). Each metric gets both runs' means
     over those pairs, the mean change B - A with a paired percentile-bootstrap interval
-    (`ascend_eval.report.bootstrap.paired_interval`), how many samples went up, down or stayed (within
+    (`ascend_eval.results.intervals.paired_interval`), how many samples went up, down or stayed (within
     `UNCHANGED_EPS`), and the `top` samples that moved most with what each run's details say about them.
 
     Args:

@@ -4,7 +4,7 @@ saved as JSON renders the same way as a fresh one.
 The runs' text (ids, questions, each run's reasons, model names, paths) is the dataset's and the runs':
 in Markdown it is escaped so that no link, image, emphasis, code span or raw HTML can start in it and a
 table cell cannot end its row; in HTML it is escaped, and in both a bidi control (U+202E, ...) is shown as a
-visible marker instead of reordering what is displayed (`ascend_eval.report.escape`).
+visible marker instead of reordering what is displayed (`ascend_eval.results.escape`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ascend_eval.report.escape import html_text, markdown_cell
+from ascend_eval.results.escape import html_text, markdown_cell
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 80em; }

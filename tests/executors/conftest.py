@@ -16,7 +16,7 @@ import pytest
 import ascend_eval
 from ascend_eval.data import load_dataset
 from ascend_eval.models.spec import ModelSpec
-from ascend_eval.streaming.records import ScoredSample
+from ascend_eval.results.records import ScoredSample
 from tests.jobs.conftest import RuleJudgeServer
 from tests.models.loopback_server import LoopbackServer
 

@@ -35,6 +35,7 @@ import ascend_eval
 from ascend_eval.engine import cache as cache_module
 from ascend_eval.engine.cache import RequestCache, request_key, row_checksum
 from ascend_eval.engine.codecs import codec_for
+from ascend_eval.executors.local import CACHE_FILE
 from ascend_eval.models.base import (
     ClassifyRequest,
     ClassifyResult,
@@ -46,7 +47,6 @@ from ascend_eval.models.base import (
 )
 from ascend_eval.models.errors import CacheError, ConfigError
 from ascend_eval.models.judge.replay import ReplayJudge
-from ascend_eval.streaming.local import CACHE_FILE
 from tests.conftest import NgramEmbedder, statements_rule, support_rule
 
 METRICS = ["faithfulness", "answer_similarity"]  # generate, classify and embed rows

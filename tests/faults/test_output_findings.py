@@ -29,9 +29,9 @@ import pytest
 import ascend_eval
 from ascend_eval.cli.main import main
 from ascend_eval.data import Sample, load_dataset
+from ascend_eval.data.stream import open_samples
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.results import EvaluationResult
-from ascend_eval.streaming.source import open_samples
 from tests.conftest import NgramEmbedder
 from tests.report.test_compare import rule_judge
 
@@ -131,7 +131,7 @@ def test_scores_csv_leaves_numbers_alone_and_quotes_only_text(tmp_path: Path) ->
 
 
 def test_the_spreadsheet_helper_quotes_text_only() -> None:
-    from ascend_eval.report.escape import spreadsheet_cell
+    from ascend_eval.results.escape import spreadsheet_cell
 
     for start in FORMULA_STARTS:
         assert spreadsheet_cell(f"{start}x") == f"'{start}x"

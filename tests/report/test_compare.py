@@ -20,7 +20,7 @@ from ascend_eval.models.judge.replay import ReplayJudge
 from ascend_eval.report.compare import compare_runs
 from ascend_eval.results import EvaluationResult
 from tests.conftest import NgramEmbedder, sample_input, statements_rule
-from tests.report.test_bootstrap import direct_interval
+from tests.results.test_intervals import direct_interval
 
 METRICS = ["faithfulness", "context_precision", "context_utilization", "answer_similarity"]
 

@@ -15,12 +15,12 @@ import ascend_eval
 from ascend_eval.data import Sample
 from ascend_eval.engine import PlanError
 from ascend_eval.metrics.base import MetricResult
-from ascend_eval.report.bootstrap import BOOTSTRAP_LIMIT, mean_interval
 from ascend_eval.results import EvaluationResult, StoredResult, aggregate
-from ascend_eval.streaming.files import SAMPLES_FILE, write_job_results
-from ascend_eval.streaming.records import ScoredSample
-from ascend_eval.streaming.sink import Collector, FileSink
-from ascend_eval.streaming.tally import MetricTally
+from ascend_eval.results.files import SAMPLES_FILE, write_job_results
+from ascend_eval.results.intervals import BOOTSTRAP_LIMIT, mean_interval
+from ascend_eval.results.records import ScoredSample
+from ascend_eval.results.sink import Collector, FileSink
+from ascend_eval.results.tally import MetricTally
 
 METRICS = ["faithfulness", "answer_similarity", "context_recall"]
 

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ascend_eval.report import write_run_report
-from ascend_eval.report.run import SECTIONS
-from ascend_eval.report.svg import LANGUAGE_COLOURS
 from ascend_eval.results import EvaluationResult
+from ascend_eval.results.page import SECTIONS, write_run_report
+from ascend_eval.results.svg import LANGUAGE_COLOURS
 from tests.experiments.test_report_render import chromium, screenshot
 
 np = pytest.importorskip("numpy")

@@ -4,7 +4,7 @@
 `results.json` has the shape it always had (aggregates, every sample with details, NaN reasons, engine
 stats, provenance); its samples are copied line by line from `samples.jsonl`, never held as a list.
 `summary.json` is small and holds everything but the samples, so a saved run is read back without parsing
-the samples (`ascend_eval.streaming.stored`).
+the samples (`ascend_eval.results.stored`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import IO, Any, NoReturn
 
 from ascend_eval.data import Sample
 from ascend_eval.metrics.base import MetricResult
-from ascend_eval.report.bootstrap import BOOTSTRAP_LIMIT, DEFAULT_RESAMPLES
-from ascend_eval.report.escape import spreadsheet_row
+from ascend_eval.results.escape import spreadsheet_row
+from ascend_eval.results.intervals import BOOTSTRAP_LIMIT, DEFAULT_RESAMPLES
 from ascend_eval.writing import replaced, write_failure, write_text
 
 SAMPLES_FILE = "samples.jsonl"

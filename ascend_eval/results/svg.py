@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ascend_eval.report.escape import html_text
+from ascend_eval.results.escape import html_text
 
 BINS = 10
 LANGUAGE_COLOURS = {"en": "#3b6fd4", "zh": "#e07b39"}

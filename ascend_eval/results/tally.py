@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 from ascend_eval.metrics.base import MetricResult
-from ascend_eval.report.bootstrap import (
+from ascend_eval.results.intervals import (
     BOOTSTRAP_LIMIT,
     DEFAULT_RESAMPLES,
     mean_interval,

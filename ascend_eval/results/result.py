@@ -16,8 +16,7 @@ from ascend_eval.data import Sample
 from ascend_eval.engine.stats import RoundStats, StageStats
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.models.errors import BACKEND_ERROR, ConfigError
-from ascend_eval.report.bootstrap import DEFAULT_RESAMPLES, mean_interval
-from ascend_eval.streaming.files import (
+from ascend_eval.results.files import (
     SAMPLES_FILE,
     SUMMARY_FILE,
     SUMMARY_FORMAT,
@@ -29,7 +28,9 @@ from ascend_eval.streaming.files import (
     write_scores_csv,
     write_summary,
 )
-from ascend_eval.streaming.stored import RowFile, StoredColumn, StoredLanguages, StoredSamples
+from ascend_eval.results.intervals import DEFAULT_RESAMPLES, mean_interval
+from ascend_eval.results.page import write_run_report
+from ascend_eval.results.stored import RowFile, StoredColumn, StoredLanguages, StoredSamples
 
 OUTPUT_FILES = ("results.json", "samples.jsonl", "scores.csv", "summary.json", "report.html")
 """What `EvaluationResult.save` writes into its folder."""
@@ -138,7 +139,7 @@ class EvaluationResult:
         """A percentile-bootstrap confidence interval for each metric's mean, NaN excluded.
 
         It says how far the mean could move on another dataset of the same kind and size (the samples
-        resampled with replacement, `ascend_eval.report.bootstrap`); seeded, so it is the same on every call.
+        resampled with replacement, `ascend_eval.results.intervals`); seeded, so it is the same on every call.
 
         Returns:
             metric -> (low, high), or None where fewer than 2 samples were scored.
@@ -283,9 +284,6 @@ class EvaluationResult:
 
     def write_folder(self, out: Path) -> dict[str, Path]:
         """Everything of a results folder but `samples.jsonl`, which must be there already."""
-        # Imported here: the report reads a result but must not import this module (no import cycles).
-        from ascend_eval.report.run import write_run_report
-
         summary = self.summary()
         samples = out / SAMPLES_FILE
         tail = {k: summary[k] for k in ("nan_reasons", "engine", "provenance")}

@@ -11,11 +11,17 @@ import pytest
 from ascend_eval.data import Sample
 from ascend_eval.engine.stats import StageStats
 from ascend_eval.metrics import MetricResult
-from ascend_eval.report import REPORT_FILE, render_run_report, write_run_report
-from ascend_eval.report.details import details_html
-from ascend_eval.report.run import SECTIONS, anchor, lowest_samples
-from ascend_eval.report.svg import histogram_svg
 from ascend_eval.results import EvaluationResult
+from ascend_eval.results.details import details_html
+from ascend_eval.results.page import (
+    REPORT_FILE,
+    SECTIONS,
+    anchor,
+    lowest_samples,
+    render_run_report,
+    write_run_report,
+)
+from ascend_eval.results.svg import histogram_svg
 
 SCRIPT = "<script>alert('x')</script>"
 FAITHFULNESS = [0.9, 0.2, 0.7, 0.1, 0.5, math.nan]

@@ -1,6 +1,6 @@
 """What an executor hands back for each sample: its position, the sample, its prompt language and every
 metric's outcome. The local engine and the Ray executor both produce these, in dataset order, and one sink
-(`ascend_eval.streaming.sink`) turns them into files and aggregates."""
+(`ascend_eval.results.sink`) turns them into files and aggregates."""
 
 from __future__ import annotations
 

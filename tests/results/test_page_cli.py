@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ascend_eval.cli.main import main
-from tests.report.test_run_report import hand_built
+from tests.results.test_page import hand_built
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from ascend_eval.data import Column, load_dataset
+from ascend_eval.data.stream import check_samples, open_samples
 from ascend_eval.models.errors import DataError
-from ascend_eval.streaming.source import check_samples, open_samples
 
 REQUIREMENTS = {
     "faithfulness": [Column.USER_INPUT, Column.RESPONSE, Column.RETRIEVED_CONTEXTS],

@@ -17,8 +17,8 @@ from ascend_eval.engine.stats import StageStats
 from ascend_eval.metrics import Metric, PlanContext
 from ascend_eval.models.weights.paths import cache_root
 from ascend_eval.prompts.layout import SampleBlock
-from ascend_eval.streaming.records import ScoredSample
-from ascend_eval.streaming.sink import Collector
+from ascend_eval.results.records import ScoredSample
+from ascend_eval.results.sink import Collector
 from ascend_eval.text.language import detect_language
 
 CACHE_FILE = "requests.sqlite"

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ascend_eval.data import Column, Dataset, Sample, load_dataset, validate
+from ascend_eval.data.stream import KINDS, SampleStream, check_samples, open_samples
 from ascend_eval.models.errors import DataError
-from ascend_eval.streaming.source import KINDS, SampleStream, check_samples, open_samples
 from tests.data.sources import ROWS, SOURCES, columnar, json_file, jsonl_file, write_csv
 
 FAITHFULNESS = {"faithfulness": [Column.USER_INPUT, Column.RESPONSE, Column.RETRIEVED_CONTEXTS]}
@@ -578,7 +578,7 @@ def test_a_parquet_file_without_pyarrow_raises_load_datasets_missing_dependency(
         "import sys\n"
         "sys.modules['pyarrow'] = None\n"
         "from ascend_eval.data import load_dataset\n"
-        "from ascend_eval.streaming.source import open_samples\n"
+        "from ascend_eval.data.stream import open_samples\n"
         "for read in (load_dataset, open_samples):\n"
         "    try:\n"
         f"        read({str(path)!r})\n"

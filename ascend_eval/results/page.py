@@ -3,11 +3,10 @@
 Inline CSS and inline SVG only, no script and no external reference (fonts, images, styles), so the file
 can be mailed or archived alone and read offline. Every piece of user text (questions, answers, contexts,
 judge output) and every name is HTML-escaped, with each bidi control (U+202E, ...) shown as a visible marker
-so that it cannot reorder what the page shows (`ascend_eval.report.escape.html_text`).
+so that it cannot reorder what the page shows (`ascend_eval.results.escape.html_text`).
 
-This module does not import `ascend_eval.results`: `EvaluationResult.save` calls it, and the import graph
-has no cycles (tests/test_import_graph.py). It reads a result through the `RunResult` protocol, which
-`EvaluationResult` satisfies.
+`EvaluationResult.save` calls it (`ascend_eval.results.result`), so this module reads a result through the
+`RunResult` protocol, which `EvaluationResult` satisfies, instead of importing that module back.
 """
 
 from __future__ import annotations
@@ -27,9 +26,9 @@ from typing import Any, Protocol
 from ascend_eval.data import Sample
 from ascend_eval.engine.stats import StageStats
 from ascend_eval.metrics.base import MetricResult
-from ascend_eval.report.details import clip, details_html
-from ascend_eval.report.escape import html_text
-from ascend_eval.report.svg import histogram_svg
+from ascend_eval.results.details import clip, details_html
+from ascend_eval.results.escape import html_text
+from ascend_eval.results.svg import histogram_svg
 from ascend_eval.writing import write_text
 
 LOWEST = 3

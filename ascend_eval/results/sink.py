@@ -17,10 +17,10 @@ from ascend_eval.data import Sample
 from ascend_eval.engine.scheduler import PlanError
 from ascend_eval.engine.stats import RoundStats, StageStats
 from ascend_eval.metrics.base import MetricResult
-from ascend_eval.results import EvaluationResult, StoredResult
-from ascend_eval.streaming.files import SAMPLES_FILE, SamplesWriter, sample_row, summary_dict
-from ascend_eval.streaming.records import ScoredSample
-from ascend_eval.streaming.tally import MetricTally
+from ascend_eval.results.files import SAMPLES_FILE, SamplesWriter, sample_row, summary_dict
+from ascend_eval.results.records import ScoredSample
+from ascend_eval.results.result import EvaluationResult, StoredResult
+from ascend_eval.results.tally import MetricTally
 
 
 class Collector:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from ascend_eval.report.bootstrap import (
+from ascend_eval.results.intervals import (
     bootstrap_means,
     excludes_zero,
     mean_interval,

@@ -15,7 +15,7 @@ from typing import Any, TypeVar, overload
 
 from ascend_eval.data import Sample
 from ascend_eval.metrics.base import MetricResult
-from ascend_eval.streaming.files import result_from_row, sample_from_row
+from ascend_eval.results.files import result_from_row, sample_from_row
 
 T = TypeVar("T")
 

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ascend_eval.report.escape import html_text
+from ascend_eval.results.escape import html_text
 
 TABLES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("statements", ("p_supported", "verdicts", "attributed", "reasons"), "statements"),
