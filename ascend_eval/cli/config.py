@@ -1,8 +1,9 @@
 """`ascend-eval evaluate`'s configuration: a `--config` file (YAML or JSON), the flags, and the effective
 configuration they make together, written to the run's folder as `config.yaml`.
 
-The keys are evaluate()'s keyword parameters (read from its signature, so an option added there is a key
-here without a change to this module) except its callbacks, plus the command line's own (`CLI_DEFAULTS`).
+The keys are the dataset, the metrics and the settings of `EvaluationConfig` (read from its fields, so a
+setting added there is a key here without a change to this module) except its callbacks, plus the command
+line's own (`CLI_DEFAULTS`).
 A model key (`judge`, `embedder`, `cross_encoder`) holds a string (a shipped name, a path or a URL) or a
 mapping of `ModelSpec` fields. Flags given on the command line override the file; a flag not given leaves
 the file's value (argparse defaults are None or `Unset`, so "not given" can be told from a default).
@@ -12,26 +13,23 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import inspect
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ascend_eval.config import CALLBACKS, ROLE_KEYS, defaults
 from ascend_eval.models.errors import AscendEvalError, ConfigError
 from ascend_eval.writing import write_text
 
 CONFIG_FILE = "config.yaml"
 """The name of the effective configuration in a run's output folder."""
 
-CALLBACKS = frozenset({"progress", "on_round", "on_progress"})
-"""evaluate() parameters the command line sets itself (from `quiet`): no configuration keys."""
-
 CLI_DEFAULTS: dict[str, Any] = {"out": None, "max_backend_errors": 0.1, "progress_every": 2.0, "quiet": False}
 """The command line's own keys, with their defaults."""
 
-MODEL_KEYS = {"judge": "judge", "embedder": "embedder", "cross_encoder": "reranker"}
+MODEL_KEYS = {key: role for role, key in ROLE_KEYS.items()}
 """Model keys and the role each stands for."""
 
 FLAGS = {"judge": "judge", "embedder": "embedder", "cross_encoder": "cross-encoder"}
@@ -69,21 +67,17 @@ class Unset(str):
 
 
 def evaluate_defaults() -> dict[str, Any]:
-    """evaluate()'s configurable parameters and their defaults (None for the dataset, which has none).
+    """evaluate()'s dataset and metrics (None: the dataset has no default) and every setting of
+    `EvaluationConfig` but its callbacks (the command line sets those itself, from `quiet`), with their
+    defaults.
 
     >>> list(evaluate_defaults())[:3]
     ['dataset', 'metrics', 'judge']
     >>> "on_round" in evaluate_defaults() or "progress" in evaluate_defaults()
     False
     """
-    from ascend_eval.api import evaluate
-
-    out: dict[str, Any] = {}
-    for name, param in inspect.signature(evaluate).parameters.items():
-        if name in CALLBACKS or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        out[name] = None if param.default is param.empty else param.default
-    return out
+    settings = {name: value for name, value in defaults().items() if name not in CALLBACKS}
+    return {"dataset": None, "metrics": None, **settings}
 
 
 def config_defaults() -> dict[str, Any]:

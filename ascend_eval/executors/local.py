@@ -1,25 +1,37 @@
 """The local executor: every (sample, metric) plan of a stream of samples run by one engine, each sample
-handed on, scored, in dataset order. `evaluate()` runs it in this process; each Ray actor runs it on its
-batches (`ascend_eval.executors.ray_actor`), so both score alike.
+handed on, scored, in dataset order. `run_locally` is the whole run in this process (models built, scored,
+result finished); `score_samples` is the scoring, which each Ray actor also runs on its batches
+(`ascend_eval.executors.ray_actor`), so both score alike.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ascend_eval.config import EngineLimits, MetricContext
 from ascend_eval.data import Sample
 from ascend_eval.engine import Backends, Engine, RequestCache, RoundStats
 from ascend_eval.engine.scheduler import Plan
 from ascend_eval.engine.stats import StageStats
+from ascend_eval.engine.tracing import run_attributes
+from ascend_eval.executors.base import RunInput
+from ascend_eval.executors.provenance import devices, provenance
 from ascend_eval.metrics import Metric, PlanContext
+from ascend_eval.models.errors import OutputError
+from ascend_eval.models.factory import resolve_models
 from ascend_eval.models.weights.paths import cache_root
 from ascend_eval.prompts.layout import SampleBlock
+from ascend_eval.results import EvaluationResult
 from ascend_eval.results.records import ScoredSample
 from ascend_eval.results.sink import Collector
 from ascend_eval.text.language import detect_language
+
+logger = logging.getLogger("ascend_eval")
 
 CACHE_FILE = "requests.sqlite"
 """The request cache's file name inside a cache folder."""
@@ -50,17 +62,8 @@ def score_samples(
     cache: RequestCache,
     emit: Callable[[ScoredSample], None],
     *,
-    language: str = "auto",
-    ragas_compat: bool = False,
-    judge_mode: str = "classify",
-    calibration: str | None = None,
-    scoring: str = "threshold",
-    prompt_layout: str = "task_first",
-    chunk_size: int = 1024,
-    dedupe: bool = True,
-    progress: bool = False,
-    on_round: Callable[[RoundStats], None] | None = None,
-    on_progress: Callable[[Any], None] | None = None,
+    context: MetricContext,
+    limits: EngineLimits,
     tracer: Any = None,
 ) -> LocalRun:
     """Score `samples` (`count` of them) with every metric, handing each to `emit` as soon as all its
@@ -68,38 +71,38 @@ def score_samples(
 
     The samples are read as the engine starts their plans, and a plan is made only then: at most the
     engine's window of plans exists at once, so a stream of any length runs in bounded memory.
-    `language` is "auto" (per sample, by its share of Chinese characters), "en" or "zh"; `calibration`
-    and `scoring` are `PlanContext`'s; `prompt_layout` "sample_first" renders the prompts of each sample
-    whose texts are long enough after its sample block (`prompts/layout.py`), "task_first" renders all
-    of them task first.
+    `context.language` "auto" detects each sample's language by its share of Chinese characters; under
+    `context.prompt_layout` "sample_first" each sample whose texts are long enough has its prompts
+    rendered after its sample block (`prompts/layout.py`).
     """
     done = LocalRun()
 
     def record(stats: RoundStats) -> None:
         done.rounds.append(stats)
-        if on_round is not None:
-            on_round(stats)
+        if limits.on_round is not None:
+            limits.on_round(stats)
 
     engine = Engine(
         backends,
         cache,
-        chunk_size=chunk_size,
-        dedupe=dedupe,
-        progress=progress,
+        chunk_size=limits.chunk_size,
+        dedupe=limits.dedupe,
+        progress=limits.progress,
         on_round=record,
-        on_progress=on_progress,
+        on_progress=limits.on_progress,
         tracer=tracer,
     )
     collector = Collector([m.name for m in metrics], emit)
 
     def plans() -> Iterator[tuple[tuple[int, str], Plan]]:
+        language = context.language
         for i, sample in enumerate(samples):
             lang = detect_language(sample.language_text()) if language == "auto" else language
-            block = SampleBlock.of(sample) if prompt_layout == "sample_first" else None
+            block = SampleBlock.of(sample) if context.prompt_layout == "sample_first" else None
             ctx = PlanContext(
-                lang, ragas_compat, judge_mode,  # type: ignore[arg-type]
+                lang, context.ragas_compat, context.judge_mode,  # type: ignore[arg-type]
                 block=block if block is not None and block.pays_off else None,
-                calibration=calibration, scoring=scoring,  # type: ignore[arg-type]
+                calibration=context.calibration_method, scoring=context.scoring,
             )  # fmt: skip
             collector.expect(i, sample, lang)
             for m in metrics:
@@ -111,3 +114,88 @@ def score_samples(
         done.stages = dict(engine.stages)
         done.prompt_tags = set(engine.prompt_tags)
     return done
+
+
+def run_locally(run: RunInput) -> EvaluationResult:
+    """The local executor: the models the metrics need, built here (and closed here, unless the caller
+    passed them in built), and one engine in this process scoring every sample into `run.sink`."""
+    config, cache = run.config, open_cache(run.config.cache_dir)
+    roles = set().union(*(m.roles for m in run.metrics))
+    built = resolve_models(
+        {role: choice.value for role, choice in config.models.items() if role in roles},
+        backends={role: choice.backend for role, choice in config.models.items()},
+        device=config.device,
+        memory_budget=config.memory_budget,
+    )
+    ids = {role: getattr(b, "model_id", None) for role, b in built.items()}
+    opened = run_attributes(
+        samples=run.count,
+        source=run.stream.source,
+        metrics=run.names,
+        judge_mode=config.judge_mode,
+        language=config.language,
+    )
+    with run.tracer.run(opened) as run_span:
+        run_span.set_models(ids)
+        done, used = _score(run, built, cache)
+        result = _finish(
+            run, done, provenance(run, ids, done.prompt_tags, devices=used, cache=cache.path), cache
+        )
+        if run.tracer.enabled:  # the scores of a stored run are read from disk only when a span wants them
+            run_span.finished({m: result[m] for m in run.names}, done.stages)
+    return result
+
+
+def _score(run: RunInput, built: dict[str, Any], cache: RequestCache) -> tuple[LocalRun, dict[str, Any]]:
+    """Score the run into its sink; close the cache and the models built here whatever happens. Returns
+    what the engine left and where each local model ran (read before the models close)."""
+    # Backends built here are closed here (HTTP pools); objects the caller passed in stay theirs.
+    given = {id(choice.value) for choice in run.config.models.values()}
+    backends = Backends(
+        judge=built.get("judge"), embedder=built.get("embedder"), reranker=built.get("reranker")
+    )
+    try:
+        done = score_samples(
+            run.stream, run.count, run.metrics, backends, cache, run.sink.add,
+            context=run.config.context, limits=run.config.limits, tracer=run.tracer,
+        )  # fmt: skip
+        run.sink.close()  # the last rows are written here, where a full disk is reported as below
+    except (KeyboardInterrupt, OutputError) as stopped:
+        # A full disk under `out` stops the run as an interrupt does: what was answered is cached.
+        if cache.enabled:
+            logger.warning(
+                "%s %d answered requests are cached in %s; run the same call again to resume from there.",
+                "Interrupted." if isinstance(stopped, KeyboardInterrupt) else "Stopped.",
+                len(cache),
+                cache.path,
+            )
+        raise
+    finally:
+        try:
+            run.sink.close()
+        finally:
+            cache.close()
+            used = devices(built)  # before the models are closed
+            for backend in built.values():
+                close = getattr(backend, "close", None)
+                if close is not None and id(backend) not in given:
+                    close()
+    return done, used
+
+
+def _finish(run: RunInput, done: LocalRun, record: dict[str, Any], cache: RequestCache) -> EvaluationResult:
+    try:
+        return run.sink.finish(
+            rounds=done.rounds,
+            stages=done.stages,
+            provenance=record,
+            wall_seconds=time.perf_counter() - run.started,
+        )
+    except OutputError:
+        if cache.path is not None and cache.failure is None:
+            logger.warning(
+                "Every answer of this run is cached in %s; run the same call again to write the "
+                "results without asking the models again.",
+                cache.path,
+            )
+        raise

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from ascend_eval.config import EvaluationConfig
 from ascend_eval.data.cells import make_sample
 from ascend_eval.data.formats import BOM
 from ascend_eval.engine import Backends
@@ -97,9 +98,9 @@ class BatchScorer:
         metrics: the metric names of the run.
         models: role -> what to build for it (a `ModelSpec`, a name or a runtime), only the roles the
             metrics need.
-        settings: the other keyword arguments of each batch's `evaluate()` call (cache_dir, language,
-            ragas_compat, judge_mode, calibration, scoring, prompt_layout, chunk_size, dedupe) and
-            `memory_budget` for building the models.
+        config: the run's settings as the driver hands them to actors (`EvaluationConfig.for_actors`): the
+            metric context and engine limits of each batch, the cache folder, and `memory_budget` for
+            building the models.
 
     A model that cannot be built is an error of the run, not of this process: it is raised from the first
     batch (where Ray Data fails the run with it), not from `__init__` (where Ray would start a replacement
@@ -113,15 +114,14 @@ class BatchScorer:
         roles: Mapping[str, str],
         metrics: Sequence[Any],
         models: Mapping[str, Any],
-        settings: Mapping[str, Any],
+        config: EvaluationConfig,
     ) -> None:
         import ray
 
         self.kind = kind
         self.roles = dict(roles)
         self.metrics = list(metrics)
-        self.settings = {k: v for k, v in settings.items() if k not in ("memory_budget", "cache_dir")}
-        self.cache_dir = settings.get("cache_dir")
+        self.config = config
         self.failure: AscendEvalError | None = None
         self.models: dict[str, Any] = {}
         self.chosen: list[Any] = []
@@ -129,7 +129,7 @@ class BatchScorer:
         try:
             self.chosen = resolve_metrics(self.metrics)
             self.names = [m.name for m in self.chosen]
-            self.models = dict(resolve_models(dict(models), memory_budget=settings.get("memory_budget")))
+            self.models = dict(resolve_models(dict(models), memory_budget=config.memory_budget))
         except AscendEvalError as exc:
             self.failure = exc
         context = ray.get_runtime_context()
@@ -162,10 +162,11 @@ class BatchScorer:
             )
             # This node's request cache, opened per batch: Ray calls the actor from another thread than
             # the one that built it, and a SQLite connection stays on its thread.
-            with open_cache(self.cache_dir) as cache:
+            with open_cache(self.config.cache_dir) as cache:
                 done = score_samples(
-                    samples, len(samples), self.chosen, backends, cache, scored.append, **self.settings
-                )
+                    samples, len(samples), self.chosen, backends, cache, scored.append,
+                    context=self.config.context, limits=self.config.limits,
+                )  # fmt: skip
             columns[ROW] = [pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL) for row in rows]
             columns[LANGUAGE] = [s.language for s in scored]
             stages = {label: asdict(stats) for label, stats in done.stages.items()}

@@ -24,16 +24,21 @@ import logging
 import math
 import os
 import pickle
+import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ascend_eval.config import EvaluationConfig
 from ascend_eval.data.cells import make_sample
+from ascend_eval.data.columns import column_roles
 from ascend_eval.data.formats import leading_boms, read_file
-from ascend_eval.data.objects import is_type, read_mapping, rows_from_items
+from ascend_eval.data.objects import is_type, read_mapping, rows_from_items, union_keys
 from ascend_eval.engine.stats import StageStats
 from ascend_eval.examples import builtin_dataset
+from ascend_eval.executors.base import RunInput
+from ascend_eval.executors.provenance import provenance
 from ascend_eval.executors.ray_actor import (
     LANGUAGE,
     MODELS,
@@ -51,28 +56,20 @@ from ascend_eval.executors.ray_actor import (
     score_column,
 )
 from ascend_eval.metrics import MetricResult, resolve_metrics
-from ascend_eval.metrics.verdict_settings import calibration_method, resolve_calibration, resolve_scoring
 from ascend_eval.models.device import DEVICE_ENV
 from ascend_eval.models.errors import AscendEvalError, ConfigError, DataError, MissingDependencyError
 from ascend_eval.models.factory import JUDGE_PARALLELISM, spec_for
 from ascend_eval.models.http import EndpointConfig
 from ascend_eval.models.spec import ModelSpec
-from ascend_eval.prompts.layout import resolve_layout
+from ascend_eval.results import EvaluationResult
 from ascend_eval.results.records import ScoredSample
 
-__all__ = ["RAY_INSTALL", "RayRun", "default_workers", "score_on_ray"]
+__all__ = ["RAY_INSTALL", "RayRun", "default_workers", "run_on_ray", "score_on_ray"]
 
 logger = logging.getLogger("ascend_eval.executors")
 
 RAY_INSTALL = "pip install 'ascend-eval[ray]'"
 
-ARGUMENTS = {"judge": "judge", "embedder": "embedder", "reranker": "cross_encoder"}
-"""Role -> the evaluate() keyword argument that gives its model."""
-SETTINGS = (
-    "cache_dir", "language", "ragas_compat", "judge_mode", "calibration", "scoring", "prompt_layout",
-    "chunk_size", "dedupe", "memory_budget",
-)  # fmt: skip
-"""The evaluate() keyword arguments each actor passes on as they are (the models it builds itself)."""
 ENDPOINT_PARALLELISM = next(f.default for f in dataclasses.fields(EndpointConfig) if f.name == "parallelism")
 """Requests in flight at an embedding or ranking server by default (a judge's is `JUDGE_PARALLELISM`)."""
 READ_CPUS = 0
@@ -218,7 +215,7 @@ def score_on_ray(
     roles: Mapping[str, str],
     count: int,
     metrics: Sequence[str],
-    evaluate_kwargs: Mapping[str, Any],
+    config: EvaluationConfig,
     address: str | None = None,
     num_workers: int | None = None,
     batch_size: int = 64,
@@ -234,11 +231,9 @@ def score_on_ray(
         roles: source column -> role (`ascend_eval.data.columns.column_roles`).
         count: the number of rows (checked against what Ray read).
         metrics: the metric names.
-        evaluate_kwargs: the picklable evaluate() arguments: judge, embedder, cross_encoder (names, paths,
-            URLs, `ModelSpec`s, or picklable runtimes), judge_backend, embedder_backend,
-            cross_encoder_backend, device, memory_budget, cache_dir (a folder on each node's own disk;
-            relative to the driver's working directory), language, ragas_compat, judge_mode, chunk_size,
-            dedupe.
+        config: the run's settings; the actors get `config.for_actors()`. Its models must be picklable
+            (names, paths, URLs, `ModelSpec`s, or picklable runtimes); its cache_dir is a folder on each
+            node's own disk, relative to the driver's working directory.
         address: None: the Ray this process is connected to, else the one RAY_ADDRESS names, else a new
             local one (as many CPUs as this machine, at least one per worker); "auto", "host:port" or
             "ray://host:port": that cluster.
@@ -258,31 +253,24 @@ def score_on_ray(
         raise ConfigError(f"num_workers={num_workers}; it must be at least 1.")
     chosen = resolve_metrics(list(metrics))
     needed = sorted(set().union(*(m.roles for m in chosen)))
+    choices = config.models
     models = {
-        role: spec_for(
-            evaluate_kwargs.get(ARGUMENTS[role]),
-            role,  # type: ignore[arg-type]
-            backend=evaluate_kwargs.get(f"{ARGUMENTS[role]}_backend", "auto"),
-        )
+        role: spec_for(choices[role].value, role, backend=choices[role].backend)  # type: ignore[index]
         for role in needed
     }
-    requested = evaluate_kwargs.get("device") or os.environ.get(DEVICE_ENV) or "auto"
+    requested = config.device or os.environ.get(DEVICE_ENV) or "auto"
     owns_ray = connect(ray, address, num_cpus=max(os.cpu_count() or 1, num_workers or 1))
     try:
         placement = placement_of(models, requested, ray.cluster_resources())
         workers = num_workers or default_workers(ray, placement)
         remote = actor_resources(ray, placement, workers, num_cpus_per_worker)
-        settings = {name: evaluate_kwargs[name] for name in SETTINGS if name in evaluate_kwargs}
-        settings.update(_verdict_settings(settings))
-        if isinstance(settings.get("cache_dir"), str | os.PathLike):
-            settings["cache_dir"] = str(Path(settings["cache_dir"]).expanduser().absolute())
         kind, dataset = read_source(ray, source, roles, blocks=max(1, math.ceil(count / batch_size)))
         constructor = {
             "kind": kind,
             "roles": dict(roles),
             "metrics": list(metrics),
             "models": {role: for_actor(spec, placement, workers) for role, spec in models.items()},
-            "settings": settings,
+            "config": config.for_actors(),
         }
         with warnings.catch_warnings():
             # Ray Data 2.60 already defaults both to -1 for actors and deprecates passing remote arguments
@@ -489,16 +477,39 @@ def pickled_rows(ray: Any, rows: Sequence[Mapping[str, Any]], blocks: int) -> An
     return ray.data.from_items(items, override_num_blocks=blocks)
 
 
-def _verdict_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The calibration, scoring and prompt layout the actors pass to the engine, resolved as `evaluate()`
-    resolves its defaults ("auto"), so that a run started here scores and records details exactly as the
-    local run."""
-    how = {
-        "judge_mode": settings.get("judge_mode", "classify"),
-        "ragas_compat": settings.get("ragas_compat", False),
-    }
-    calibration = settings.get("calibration", "auto")
-    resolved = "off" if calibration is None else resolve_calibration(calibration, **how)
-    scoring = resolve_scoring(settings.get("scoring", "auto"), **how)
-    layout = resolve_layout(settings.get("prompt_layout", "auto"), **how)
-    return {"calibration": calibration_method(resolved), "scoring": scoring, "prompt_layout": layout}
+def run_on_ray(run: RunInput) -> EvaluationResult:
+    """The Ray executor: the actors score batches with their own engines and models, and the scored samples
+    stream back here, in dataset order, into the same sink as a local run's."""
+    stream, config = run.stream, run.config
+    source, roles = stream.origin, stream.roles
+    if stream.kind == "dataset":  # samples built already (a job's): sent as rows under our column names
+        source = list(stream.rows())
+        roles = column_roles(union_keys(source), None)
+    try:
+        scoring = score_on_ray(
+            source,
+            roles=roles,
+            count=run.count,
+            metrics=run.names,
+            config=config,
+            address=config.ray_address,
+            num_workers=config.num_workers,
+        )
+        for scored in scoring:
+            run.sink.add(scored)
+        record = provenance(
+            run, dict(scoring.models), set(scoring.prompt_tags), devices={}, cache=config.cache_dir
+        )
+        record["ray"] = {
+            "workers": scoring.workers,
+            "nodes": len(scoring.nodes),
+            "restarted": scoring.restarted,
+        }
+        return run.sink.finish(
+            rounds=[],
+            stages=dict(scoring.stages),
+            provenance=record,
+            wall_seconds=time.perf_counter() - run.started,
+        )
+    finally:
+        run.sink.close()

@@ -1,6 +1,6 @@
 """How a run reads classify-mode verdicts: its calibration and its scoring, "auto" resolved in one place.
 
-`evaluate()` and the Ray executor both resolve them here, so that a run scores and records the same
+`EvaluationConfig` resolves them here, once for every executor, so that a run scores and records the same
 details wherever it runs. The measured case for the defaults is in docs/metrics.md ("Calibration and
 expected scores").
 
@@ -8,15 +8,13 @@ expected scores").
 'anchored'
 >>> resolve_scoring("auto", judge_mode="classify", ragas_compat=True)
 'threshold'
->>> calibration_method("off") is None
-True
 """
 
 from __future__ import annotations
 
 from ascend_eval.metrics.base import SCORINGS, Scoring
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.prompts.calibration import METHODS, Method
+from ascend_eval.prompts.calibration import METHODS
 
 
 def resolve_calibration(value: str, *, judge_mode: str, ragas_compat: bool) -> str:
@@ -50,8 +48,3 @@ def resolve_scoring(value: str, *, judge_mode: str, ragas_compat: bool) -> Scori
             "ragas_compat counts hard verdicts as RAGAS does; use scoring='auto' or 'threshold'."
         )
     return "expected" if value == "expected" else "threshold"
-
-
-def calibration_method(calibration: str) -> Method | None:
-    """The engine's form of a resolved calibration: None for "off"."""
-    return None if calibration == "off" else calibration  # type: ignore[return-value]

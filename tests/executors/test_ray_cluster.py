@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import ascend_eval
+from ascend_eval.config import EvaluationConfig
 from ascend_eval.executors import score_on_ray
 from tests.executors.conftest import METRICS, assert_same_as_local, dataset_rows, roles_of, specs, write_jsonl
 from tests.jobs.conftest import RuleJudgeServer
@@ -51,7 +52,8 @@ def test_two_nodes_run_one_actor_each_and_score_as_the_local_run(tmp_path, clust
             roles=roles,
             count=count,
             metrics=METRICS,
-            evaluate_kwargs={**models, "cache_dir": tmp_path / "cache"},  # each node's own disk, here shared
+            # each node's own disk, here shared
+            config=EvaluationConfig.of(**models, cache_dir=tmp_path / "cache"),
             address=cluster.address,
             batch_size=1,
         )

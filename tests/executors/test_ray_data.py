@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import ascend_eval
+from ascend_eval.config import EvaluationConfig
 from ascend_eval.executors import RAY_INSTALL, score_on_ray
 from ascend_eval.models.errors import ConfigError, MissingDependencyError
 from ascend_eval.models.spec import ModelSpec
@@ -58,7 +59,7 @@ def test_every_format_scores_as_the_local_run(kind, tmp_path, local_ray, rule_se
         roles=roles,
         count=count,
         metrics=METRICS,
-        evaluate_kwargs={**models, "cache_dir": tmp_path / "cache"},
+        config=EvaluationConfig.of(**models, cache_dir=tmp_path / "cache"),
         num_workers=2,
         batch_size=3,
     )
@@ -85,7 +86,7 @@ def test_a_model_an_actor_cannot_build_is_our_error_in_the_driver(tmp_path, loca
         roles=roles,
         count=count,
         metrics=["faithfulness"],
-        evaluate_kwargs={"judge": ModelSpec(model=str(tmp_path / "no-such-model")), "cache_dir": False},
+        config=EvaluationConfig(judge=ModelSpec(model=str(tmp_path / "no-such-model")), cache_dir=False),
         num_workers=1,
     )
     with pytest.raises(ConfigError, match="no-such-model"):
@@ -101,7 +102,7 @@ def test_more_actors_than_the_cluster_holds_is_refused_before_the_run(local_ray,
             roles=roles,
             count=count,
             metrics=["faithfulness"],
-            evaluate_kwargs=specs(*rule_server),
+            config=EvaluationConfig.of(**specs(*rule_server)),
             num_workers=3,
         )
 
@@ -111,6 +112,6 @@ def test_without_ray_the_error_names_the_extra(monkeypatch):
     rows = dataset_rows()[:1]
     roles, count = roles_of(rows)
     with pytest.raises(MissingDependencyError) as info:
-        score_on_ray(rows, roles=roles, count=count, metrics=["faithfulness"], evaluate_kwargs={})
+        score_on_ray(rows, roles=roles, count=count, metrics=["faithfulness"], config=EvaluationConfig())
     assert RAY_INSTALL in str(info.value) == str(info.value)
     assert RAY_INSTALL == "pip install 'ascend-eval[ray]'"

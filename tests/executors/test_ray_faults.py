@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ascend_eval.config import EvaluationConfig
 from ascend_eval.executors import score_on_ray
 from tests.executors.conftest import dataset_rows, roles_of, specs
 from tests.jobs.conftest import RuleJudgeServer
@@ -57,12 +58,14 @@ def test_a_killed_actor_restarts_and_resends_only_what_was_in_flight(tmp_path, l
     with LoopbackServer() as server:
         judge = RuleJudgeServer(server)
         models = specs(server, judge)
-        clean = list(score_on_ray(rows, evaluate_kwargs={**models, "cache_dir": tmp_path / "a"}, **settings))
+        clean = list(
+            score_on_ray(rows, config=EvaluationConfig.of(**models, cache_dir=tmp_path / "a"), **settings)
+        )
         generated, classified = len(judge.generate_bodies()), len(judge.classify_bodies())
         assert generated == count and classified > 0
 
         judge.hold_classify.set()
-        run = score_on_ray(rows, evaluate_kwargs={**models, "cache_dir": tmp_path / "b"}, **settings)
+        run = score_on_ray(rows, config=EvaluationConfig.of(**models, cache_dir=tmp_path / "b"), **settings)
         outcome: dict[str, Any] = {}
 
         def consume() -> None:

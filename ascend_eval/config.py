@@ -1,0 +1,269 @@
+"""One evaluation's settings, checked once: `EvaluationConfig`.
+
+Every way into a run builds one: `evaluate(dataset, metrics, config=None, **overrides)` from its keywords,
+the command line from a `--config` file and its flags (`ascend_eval.cli.config`), a NeMo-shaped job, the
+RAGAS and Ascend SDK drop-ins, and the Ray executor, which hands each actor the part it needs
+(`for_actors`). The fields are the keywords `evaluate()` has always taken and the keys of `config.yaml`,
+in that order; the grouped views (`models`, `context`, `limits`) are what the executors and the engine
+read, with "auto" already resolved.
+
+>>> config = EvaluationConfig.of(judge_mode="generate")
+>>> config.context.scoring, config.context.prompt_layout
+('threshold', 'task_first')
+>>> config.replace(language="zh").language, config.language
+('zh', 'auto')
+>>> EvaluationConfig.of(judge_mod="generate")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+TypeError: unexpected setting 'judge_mod'. Did you mean 'judge_mode'? Valid: judge, embedder, ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ascend_eval.engine.tracing import TraceArg
+from ascend_eval.models.base import Role
+from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.factory import ModelArg, check
+from ascend_eval.models.spec import Backend
+
+if TYPE_CHECKING:
+    from ascend_eval.metrics.base import Scoring
+    from ascend_eval.prompts.calibration import Method
+    from ascend_eval.prompts.layout import Layout
+
+ExecutorName = Literal["local", "ray"]
+EXECUTOR_NAMES: tuple[ExecutorName, ...] = ("local", "ray")
+
+ROLE_KEYS: Mapping[Role, str] = {"judge": "judge", "embedder": "embedder", "reranker": "cross_encoder"}
+"""Role -> the setting that gives its model (`<key>_backend` gives its backend): the one map of them."""
+
+CALLBACKS = frozenset({"progress", "on_round", "on_progress"})
+"""Settings that only a caller in this process can give (a file or a job cannot hold a function)."""
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """What a run uses for one role, as the user gave it: a shipped name, a path, a URL, a `ModelSpec`
+    or an instance (None: the role's default), and the backend for a local model given by name or path.
+    `ascend_eval.models.factory.spec_for` turns it into a `ModelSpec` where it loads."""
+
+    value: ModelArg = None
+    backend: Backend = "auto"
+
+
+@dataclass(frozen=True)
+class MetricContext:
+    """How every metric of a run asks and reads its judge, "auto" resolved: what each plan's
+    `PlanContext` and the provenance record."""
+
+    language: str
+    ragas_compat: bool
+    judge_mode: Literal["classify", "generate"]
+    calibration: str
+    """"off" or a method (`ascend_eval.prompts.calibration.METHODS`)."""
+    scoring: Scoring
+    prompt_layout: Layout
+
+    @property
+    def calibration_method(self) -> Method | None:
+        """The engine's form of `calibration`: None for "off"."""
+        return None if self.calibration == "off" else self.calibration  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class EngineLimits:
+    """How the engine sends requests, and what it reports while it runs."""
+
+    chunk_size: int = 1024
+    dedupe: bool = True
+    progress: bool = False
+    on_round: Callable[[Any], None] | None = None
+    on_progress: Callable[[Any], None] | None = None
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    """Every setting of one evaluation, checked when it is built (before any data is read or model loads).
+
+    Build it with `EvaluationConfig.of(**settings)` (or `evaluate(..., **settings)`); `replace` makes a
+    changed copy. Unknown names are a `TypeError`, as an unknown keyword argument is; bad values a
+    `ConfigError` that names the setting.
+    """
+
+    judge: ModelArg = None
+    """The judge LLM: a shipped name (default "smollm2-135m-instruct", tiny: it demonstrates the pipeline,
+    not judging quality), a local HF directory or `.gguf` file, an OpenAI-compatible URL, a `ModelSpec`
+    (the same plus endpoint, engine and decoding settings), or a `Judge` instance."""
+    embedder: ModelArg = None
+    """A shipped name (default "multilingual-e5-small"), a sentence-transformers directory, a URL, a
+    `ModelSpec`, or an `Embedder` instance."""
+    cross_encoder: ModelArg = None
+    """A CrossEncoder directory, a `/v1/ranking` URL, a `ModelSpec`, or a `Reranker` instance; only needed
+    by metrics configured to use one."""
+    judge_backend: Backend = "auto"
+    """The runtime for a local judge: "auto" (= "torch": transformers) or "vllm" (vLLM's offline engine,
+    vllm-ascend on NPUs). Both name the model alike, so they share the request cache. A URL runs on its
+    server: leave it "auto" there. A `ModelSpec` that names its backend keeps it."""
+    embedder_backend: Backend = "auto"
+    """As `judge_backend`, for the embedder ("torch": sentence-transformers)."""
+    cross_encoder_backend: Backend = "auto"
+    """As `judge_backend`, for the cross-encoder."""
+    device: str | None = None
+    """"auto", "cpu", "cuda[:N]" or "npu[:N]" for on-device models (default: the ASCEND_EVAL_DEVICE
+    setting, else auto-detection); a `ModelSpec`'s own device comes first."""
+    memory_budget: float | None = None
+    """Share of each accelerator's memory the run's local models may take together (default 0.9): every
+    vLLM engine without its own `gpu_memory_utilization` gets its part, after each torch model on the
+    device has its reserve (`ascend_eval.models.budget`), so that two engines and a torch model on one NPU
+    all start."""
+    cache_dir: str | Path | Literal[False] | None = None
+    """Where answered requests are cached (default `~/.cache/ascend-eval/requests`); False disables the
+    cache. A re-run with the same inputs resumes from it."""
+    language: str = "auto"
+    """Prompt language: "auto" (per sample, by its share of Chinese characters), "en" or "zh"."""
+    ragas_compat: bool = False
+    """Reproduce RAGAS's scores exactly, quirks included (the metrics docs' table of differences); by
+    default the sensible behaviour is used where RAGAS has a quirk."""
+    judge_mode: str = "classify"
+    """"classify" (verdicts and ratings from next-token probabilities, one forward pass each) or
+    "generate" (RAGAS's procedure: schema-constrained JSON verdicts with reasons)."""
+    calibration: str = "auto"
+    """How classify-mode yes/no verdicts are calibrated to the judge (`ascend_eval.prompts.calibration`):
+    "auto" ("anchored" in classify mode, "off" under `ragas_compat` or in generate mode), "anchored",
+    "content_free" or "off". Recorded in the provenance."""
+    scoring: str = "auto"
+    """"auto" ("expected" in classify mode, "threshold" under `ragas_compat` or in generate mode),
+    "threshold" (each verdict counts as yes or no, as in RAGAS) or "expected" (a verdict-based score is its
+    expected value under the verdict probabilities; docs/metrics.md lists each formula). Classify mode
+    only. Recorded in the provenance."""
+    prompt_layout: str = "auto"
+    """"auto" ("sample_first" in classify mode, "task_first" under `ragas_compat` or in generate mode;
+    `ascend_eval.prompts.layout.AUTO_LAYOUT`), "sample_first" (each sample whose texts are long enough has
+    them written once, before the task, so that all its requests share them as a prefix) or "task_first"
+    (every prompt carries its own copy of the texts it reads). Recorded in the provenance."""
+    column_map: Mapping[str, str] | None = None
+    """Our column name -> your dataset's column, e.g. {"user_input": "query"}."""
+    progress: bool = True
+    """Show a progress bar."""
+    chunk_size: int = 1024
+    """At most this many requests per backend call (each call's answers are committed to the cache as the
+    call returns); 1 sends every request on its own, as RAGAS does (benchmarks use it for comparison)."""
+    dedupe: bool = True
+    """Run identical requests once (turn off only to measure what it saves)."""
+    on_round: Callable[[Any], None] | None = None
+    """Receives each engine round's `RoundStats` (round k: the k-th step of every plan), once no plan can
+    reach that round any more."""
+    on_progress: Callable[[Any], None] | None = None
+    """Receives a `Progress` snapshot (scores done, requests answered, rate, ETA) about every second while
+    the run goes on, and once at its end."""
+    trace: TraceArg = None
+    """OpenTelemetry spans of the run (`docs/tracing.md`), on the global tracer provider: False (none), True
+    (the run, each stage and each backend call, with counts, tokens and latency but no prompt or output
+    text) or "content" (prompts and outputs too, each cut to 4,000 characters). Default: the
+    ASCEND_EVAL_TRACE environment variable (1 or content), else off."""
+    out: str | Path | None = None
+    """A results folder. Each sample is written to `out/samples.jsonl` as soon as all its metrics are
+    scored, the rest of the folder (`results.json`, `scores.csv`, `summary.json`, `report.html`) at the end,
+    and the result is read back lazily from it: memory stays flat however many samples the dataset has.
+    Without it, every score is kept in memory."""
+    executor: str = "local"
+    """"local" (this process's streaming engine) or "ray" (a Ray Data pipeline: one engine and one set of
+    models per actor, `docs/ray.md`); the results are the same."""
+    ray_address: str | None = None
+    """The Ray cluster for executor="ray" ("auto", "host:port" or "ray://host:port"); default: a running
+    local Ray, else a new one in this process."""
+    num_workers: int | None = None
+    """Ray actors (default: one per accelerator the cluster has, else 2)."""
+    context: MetricContext = field(init=False, repr=False, compare=False)
+    """The metric settings with "auto" resolved."""
+
+    def __post_init__(self) -> None:
+        # Imported here: reading or writing a configuration (the command line's parser, config.yaml)
+        # needs no metric; the metric registry loads with the first run.
+        from ascend_eval.metrics.verdict_settings import resolve_calibration, resolve_scoring
+        from ascend_eval.prompts.layout import resolve_layout
+
+        if self.language not in ("auto", "en", "zh"):
+            raise ConfigError(f"language={self.language!r}; valid: 'auto' (per sample), 'en', 'zh'.")
+        if self.judge_mode not in ("classify", "generate"):
+            raise ConfigError(f"judge_mode={self.judge_mode!r}; valid: 'classify', 'generate'.")
+        facts = {"judge_mode": self.judge_mode, "ragas_compat": self.ragas_compat}
+        context = MetricContext(
+            language=self.language,
+            ragas_compat=self.ragas_compat,
+            judge_mode=self.judge_mode,  # type: ignore[arg-type]
+            calibration=resolve_calibration(self.calibration, **facts),
+            scoring=resolve_scoring(self.scoring, **facts),
+            prompt_layout=resolve_layout(self.prompt_layout, **facts),
+        )
+        if self.executor not in EXECUTOR_NAMES:
+            raise ConfigError(f"executor={self.executor!r}; valid: {', '.join(map(repr, EXECUTOR_NAMES))}.")
+        for role, key in ROLE_KEYS.items():
+            check(getattr(self, key), role)  # a model of another role, even one not needed
+        object.__setattr__(self, "context", context)
+
+    @classmethod
+    def of(cls, base: EvaluationConfig | None = None, /, **settings: Any) -> EvaluationConfig:
+        """`base` (default: every default) with `settings` over it.
+
+        Raises:
+            TypeError: a name that is no setting (with the closest one).
+            ConfigError: a value that does not fit its setting.
+        """
+        valid = names()
+        for name in settings:
+            if name not in valid:
+                close = difflib.get_close_matches(name, valid, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise TypeError(f"unexpected setting {name!r}.{hint} Valid: {', '.join(valid)}.")
+        if base is None:
+            return cls(**settings)
+        return dataclasses.replace(base, **settings) if settings else base
+
+    def replace(self, **settings: Any) -> EvaluationConfig:
+        """A copy with `settings` changed (checked as `of` checks them)."""
+        return EvaluationConfig.of(self, **settings)
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting by name, in the order of the fields (`config.yaml`'s order)."""
+        return {name: getattr(self, name) for name in names()}
+
+    @property
+    def models(self) -> dict[Role, ModelChoice]:
+        """Role -> what the user chose for it."""
+        return {
+            role: ModelChoice(getattr(self, key), getattr(self, f"{key}_backend"))
+            for role, key in ROLE_KEYS.items()
+        }
+
+    @property
+    def limits(self) -> EngineLimits:
+        return EngineLimits(self.chunk_size, self.dedupe, self.progress, self.on_round, self.on_progress)
+
+    def for_actors(self) -> EvaluationConfig:
+        """What a Ray actor scores with: the same models and metric settings, no callback, progress bar,
+        trace or output folder (those stay with the driver), and the cache folder made absolute against
+        the driver's working directory."""
+        cache = self.cache_dir
+        if isinstance(cache, str | Path):
+            cache = str(Path(cache).expanduser().absolute())
+        return dataclasses.replace(
+            self, progress=False, on_round=None, on_progress=None, trace=False, out=None, cache_dir=cache
+        )
+
+
+def names() -> list[str]:
+    """Every setting's name, in order."""
+    return [f.name for f in dataclasses.fields(EvaluationConfig) if f.init]
+
+
+def defaults() -> dict[str, Any]:
+    """Every setting's default, in order."""
+    return {f.name: f.default for f in dataclasses.fields(EvaluationConfig) if f.init}

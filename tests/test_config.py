@@ -1,0 +1,100 @@
+"""`EvaluationConfig`: one place where every way into a run builds and checks its settings."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+import ascend_eval
+from ascend_eval.cli.config import evaluate_defaults
+from ascend_eval.config import CALLBACKS, EXECUTOR_NAMES, ROLE_KEYS, EvaluationConfig, ModelChoice, names
+from ascend_eval.executors import EXECUTORS
+from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.spec import ModelSpec
+
+
+def test_unknown_settings_are_type_errors_with_the_closest_name():
+    with pytest.raises(TypeError, match=r"'judge_mod'\. Did you mean 'judge_mode'"):
+        EvaluationConfig.of(judge_mod="generate")
+    with pytest.raises(TypeError, match="unexpected setting 'context'"):
+        EvaluationConfig.of(context=None)  # the resolved view is no setting
+
+
+def test_bad_values_are_config_errors_that_name_the_setting(rule_judge, ngram_embedder):
+    for settings, match in [
+        ({"language": "fr"}, "language='fr'"),
+        ({"judge_mode": "chat"}, "judge_mode='chat'"),
+        ({"executor": "dask"}, "executor='dask'; valid: 'local', 'ray'"),
+        ({"prompt_layout": "middle"}, "prompt_layout='middle'"),
+        ({"scoring": "expected", "ragas_compat": True}, "scoring='expected'"),
+        ({"judge": ngram_embedder}, "judge"),  # a model of another role, before anything loads
+    ]:
+        with pytest.raises(ConfigError, match=match):
+            EvaluationConfig.of(**settings)
+
+
+def test_auto_is_resolved_once_for_every_executor():
+    assert EvaluationConfig().context.calibration == "anchored"
+    assert EvaluationConfig().context.calibration_method == "anchored"
+    compat = EvaluationConfig(ragas_compat=True).context
+    assert (compat.calibration, compat.calibration_method, compat.scoring, compat.prompt_layout) == (
+        "off",
+        None,
+        "threshold",
+        "task_first",
+    )
+
+
+def test_replace_checks_and_leaves_the_original_alone():
+    base = EvaluationConfig.of(judge_mode="generate", chunk_size=8)
+    changed = base.replace(judge_mode="classify")
+    assert (base.judge_mode, changed.judge_mode, changed.chunk_size) == ("generate", "classify", 8)
+    assert changed.context.scoring == "expected" and base.context.scoring == "threshold"
+    assert EvaluationConfig.of(base) is base
+    with pytest.raises(ConfigError):
+        base.replace(language="de")
+
+
+def test_models_give_each_role_its_value_and_backend():
+    spec = ModelSpec(model="/models/qwen")
+    config = EvaluationConfig(judge=spec, embedder="multilingual-e5-small", embedder_backend="vllm")
+    assert config.models == {
+        "judge": ModelChoice(spec, "auto"),
+        "embedder": ModelChoice("multilingual-e5-small", "vllm"),
+        "reranker": ModelChoice(None, "auto"),
+    }
+    assert set(ROLE_KEYS.values()) <= set(names())
+
+
+def test_actors_get_no_callback_no_output_and_an_absolute_cache(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = EvaluationConfig(
+        cache_dir="cache", on_round=print, on_progress=print, out=tmp_path / "out", trace=True, chunk_size=4
+    )
+    actors = config.for_actors()
+    assert actors.cache_dir == str(tmp_path / "cache")
+    assert (actors.on_round, actors.on_progress, actors.progress, actors.out, actors.trace) == (
+        None,
+        None,
+        False,
+        None,
+        False,
+    )
+    assert actors.chunk_size == 4 and actors.context == config.context
+    assert pickle.loads(pickle.dumps(actors)) == actors  # what Ray sends to each actor
+
+
+def test_the_settings_are_the_config_files_keys_in_their_order():
+    assert list(evaluate_defaults()) == ["dataset", "metrics", *(n for n in names() if n not in CALLBACKS)]
+    assert list(EvaluationConfig().settings()) == names()
+    assert set(EXECUTOR_NAMES) == set(EXECUTORS)
+
+
+def test_evaluate_takes_a_config_and_settings_over_it(rule_judge):
+    config = EvaluationConfig(judge=rule_judge, language="en", progress=False, cache_dir=False)
+    result = ascend_eval.evaluate("bilingual-example", ["faithfulness"], config, language="zh")
+    assert set(result.languages) == {"zh"}  # the keyword is over the config
+    assert config.language == "en"
+    with pytest.raises(TypeError, match="judge_modes"):
+        ascend_eval.evaluate("bilingual-example", ["faithfulness"], config, judge_modes="x")
