@@ -1,4 +1,4 @@
-"""Files -> (columns, rows, description): `.json`, `.jsonl`, `.csv` and `.parquet`.
+"""Dataset files: `.json` read whole, `.jsonl`, `.csv` and `.parquet` a row at a time.
 
 Only the Parquet reader imports pyarrow (an optional dependency); JSON and CSV use the standard library.
 
@@ -36,30 +36,21 @@ BOM = "\ufeff"
 """U+FEFF, the byte-order mark, as text: the `utf-8-sig` codec drops one at the start, not more."""
 
 
-def read_file(path: Path) -> tuple[list[str], list[Row], str]:
-    """A dataset file's columns, rows and description, by its extension.
+def read_json_file(path: Path) -> tuple[list[str], list[Row], str]:
+    """A `.json` dataset file's columns, rows and description: one document, parsed whole (a columnar
+    object, a list of rows, or either wrapped as {"data": ...} or {"rows": ...}). The other formats are
+    read a row at a time (`iter_jsonl_rows`, `iter_csv_rows`, `iter_parquet_rows`).
 
     Raises:
-        DataError: the file is missing, a directory, not UTF-8, malformed, or of another extension.
-        MissingDependencyError: a Parquet file without pyarrow.
+        DataError: the file is not UTF-8, not valid JSON, or holds something else than rows.
     """
     description = describe_file(path)
-    extension = file_extension(path)
-    if extension == ".parquet":
-        columns, rows = _read_parquet(path)
-        return columns, rows, description
     try:
-        if extension == ".csv":
-            columns, rows = _read_csv(path)
-            return columns, rows, description
         text = path.read_text(encoding="utf-8-sig").lstrip(BOM)
     except UnicodeDecodeError as exc:
-        raise _not_utf8(path, extension, exc.start) from exc
+        raise _not_utf8(path, ".json", exc.start) from exc
     except OSError as exc:
         raise _unreadable(path, exc) from exc
-    if extension == ".jsonl":
-        rows = _parse_jsonl(text, path)
-        return union_keys(rows), rows, description
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -87,7 +78,7 @@ def describe_file(path: Path) -> str:
 
 
 def file_extension(path: Path) -> str:
-    """The lower-case extension of a dataset file that exists and that `read_file` reads.
+    """The lower-case extension of a dataset file that exists and is of a format read here.
 
     Raises:
         DataError: the path is unusable, missing or a directory, or the extension is not supported.
@@ -129,15 +120,6 @@ def _unreadable(path: Path, exc: OSError) -> DataError:
     return DataError(f"Cannot read '{path}': {exc.strerror or exc}. Check the file's permissions.")
 
 
-def _parse_jsonl(text: str, path: Path) -> list[Row]:
-    rows: list[Row] = []
-    for line_number, line in enumerate(text.splitlines(), start=1):
-        line = line.lstrip(BOM)
-        if line.strip():
-            rows.append(_jsonl_row(line, line_number, path))
-    return rows
-
-
 def _jsonl_row(line: str, line_number: int, path: Path) -> Row:
     try:
         row = json.loads(line)
@@ -174,12 +156,6 @@ def _csv_field_limit(limit: int) -> Iterator[None]:
         yield
     finally:
         csv.field_size_limit(previous)
-
-
-def _read_csv(path: Path) -> tuple[list[str], list[Row]]:
-    reader = _csv_reader(path)
-    columns = next(reader)
-    return columns, list(reader)
 
 
 def _csv_reader(path: Path) -> Iterator[Any]:
@@ -237,17 +213,6 @@ def leading_boms(path: Path) -> int:
     return count
 
 
-def _read_parquet(path: Path) -> tuple[list[str], list[Row]]:
-    pa, pq = _pyarrow(path)
-    try:
-        table = pq.read_table(path)
-        columns = _data_columns(table.column_names)
-        rows = table.select(columns).to_pylist()
-    except _arrow_errors(pa) as exc:
-        raise _bad_parquet(path, exc) from exc
-    return columns, rows
-
-
 def _arrow_errors(pa: Any) -> tuple[type[BaseException], ...]:
     """What pyarrow raises for a file it cannot read as Parquet."""
     return (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException)
@@ -277,19 +242,19 @@ def _bad_parquet(path: Path, exc: Exception) -> DataError:
 
 
 # --------------------------------------------------------------------------------------------------
-# The same files read a row at a time (for `ascend_eval.data.stream`): read_file's rows and errors,
-# in memory that does not grow with the file. `.json` is one document and has no such reader.
+# `.jsonl`, `.csv` and Parquet read a row at a time, in memory that does not grow with the file
+# (`ascend_eval.data.stream`; `load_dataset` holds what they give).
 
 
 def iter_jsonl_rows(path: Path) -> Iterator[Row]:
-    """The rows of a `.jsonl` file, read a line at a time: `read_file`'s rows and errors.
+    """The rows of a `.jsonl` file, read a line at a time (blank lines skipped, a BOM at the start of a
+    line dropped).
 
-    `read_file` decodes the whole file before it parses a line, so it reports a byte that is not UTF-8
-    anywhere before a malformed line; after a malformed line this reads on, and reports such a byte
-    instead when there is one.
+    A byte that is not UTF-8 anywhere in the file is reported before a malformed line: after a malformed
+    line this reads on, and reports such a byte instead when there is one.
 
     Raises:
-        DataError: as `read_file` does for the file.
+        DataError: a byte that is not UTF-8, a line that is not one JSON object, an unreadable file.
     """
     problem: DataError | None = None
     for line_number, raw in _text_lines(path, ".jsonl"):
@@ -338,7 +303,7 @@ def _text_lines(path: Path, extension: str) -> Iterator[tuple[int, str]]:
 
 
 def csv_columns(path: Path) -> list[str]:
-    """A `.csv` file's column names (its header), with `read_file`'s errors."""
+    """A `.csv` file's column names (its header)."""
     reader = _streamed_csv(path)
     try:
         return next(reader)
@@ -347,7 +312,7 @@ def csv_columns(path: Path) -> list[str]:
 
 
 def iter_csv_rows(path: Path) -> Iterator[Row]:
-    """The rows of a `.csv` file, read one at a time: `read_file`'s rows and errors."""
+    """The rows of a `.csv` file, read one at a time: each cell the exact text written, an empty one None."""
     reader = _streamed_csv(path)
     next(reader)  # the header
     yield from reader
@@ -363,8 +328,7 @@ def _streamed_csv(path: Path) -> Iterator[Any]:
 
 
 def parquet_columns(path: Path) -> tuple[list[str], int]:
-    """A Parquet file's data columns (pandas index columns left out, as `read_file` does) and row count,
-    from its footer."""
+    """A Parquet file's data columns (pandas index columns left out) and row count, from its footer."""
     handle = _open_parquet(path)
     try:
         return _data_columns(handle.schema_arrow.names), handle.metadata.num_rows
@@ -373,13 +337,13 @@ def parquet_columns(path: Path) -> tuple[list[str], int]:
 
 
 def iter_parquet_rows(path: Path, *, batch_size: int = 1024) -> Iterator[Row]:
-    """The rows of a Parquet file, read `batch_size` rows at a time: `read_file`'s rows and errors."""
+    """The rows of a Parquet file, read `batch_size` rows at a time."""
     pa, _ = _pyarrow(path)
     handle = _open_parquet(path)
     try:
         columns = _data_columns(handle.schema_arrow.names)
-        # Every column is read, the index ones too, as read_table reads them: a damaged index column
-        # is the same error here as there.
+        # Every column is read, the index ones too: a damaged index column is an error, as it is for
+        # pyarrow's read_table.
         for batch in handle.iter_batches(batch_size=batch_size):
             yield from pa.Table.from_batches([batch]).select(columns).to_pylist()
     except _arrow_errors(pa) as exc:
@@ -393,7 +357,10 @@ def _open_parquet(path: Path) -> Any:
     try:
         return pq.ParquetFile(path)
     except _arrow_errors(pa) as exc:
-        # read_table words a file it cannot open differently ("Could not open Parquet input source
-        # ..."); it fails as fast here, so let it give read_file's message.
-        _read_parquet(path)
+        # read_table words a file it cannot open more plainly ("Could not open Parquet input source
+        # ..."), and fails as fast: its message, where it fails too.
+        try:
+            pq.read_table(path)
+        except _arrow_errors(pa) as plainer:
+            raise _bad_parquet(path, plainer) from plainer
         raise _bad_parquet(path, exc) from exc

@@ -17,31 +17,21 @@ Column names are resolved in this order: `column_map`, then the current names, t
 the reference). `id` or `sample_id` give the sample id. Every other column is kept in
 `Sample.metadata`.
 
-This module picks the reader; the work is split by concern: `formats` (files), `objects` (in-memory
-objects), `columns` (column names -> roles) and `cells` (rows -> samples, cell by cell).
+`load_dataset` is the stream of `ascend_eval.data.stream.open_samples` held in memory: one reader picks
+the format and reads it, for a run that streams its samples and for a caller that wants them all. The
+work is split by concern: `formats` (files), `objects` (in-memory objects), `columns` (column names ->
+roles) and `cells` (rows -> samples, cell by cell).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-from ascend_eval.data.cells import check_unique_ids, make_sample, preview
-from ascend_eval.data.columns import column_roles
-from ascend_eval.data.formats import INSTALL_HINT, SUPPORTED_EXTENSIONS, read_file
-from ascend_eval.data.objects import (
-    Row,
-    is_type,
-    read_dataframe,
-    read_dataset_dict,
-    read_mapping,
-    rows_from_items,
-    union_keys,
-)
+from ascend_eval.data.cells import check_unique_ids, make_sample
+from ascend_eval.data.formats import INSTALL_HINT, SUPPORTED_EXTENSIONS
 from ascend_eval.data.sample import Dataset
-from ascend_eval.models.errors import DataError
+from ascend_eval.data.stream import open_samples
 
 __all__ = ["INSTALL_HINT", "SUPPORTED_EXTENSIONS", "load_dataset"]
 
@@ -80,54 +70,10 @@ def load_dataset(source: Any, *, column_map: Mapping[str, str] | None = None) ->
     >>> ds[0].user_input, ds[0].retrieved_contexts, ds[0].id, ds.columns
     ('什么是RAG？', ('检索增强生成。',), '0', ('question', 'contexts'))
     """
-    if isinstance(source, Dataset):
-        if column_map:
-            raise DataError(
-                f"column_map={dict(column_map)!r} was passed with an already loaded Dataset "
-                f"({source.source}); it only applies while loading. Pass the original source instead."
-            )
+    if isinstance(source, Dataset) and not column_map:
         return source
-    columns, rows, description = _read(source)
-    roles = column_roles(columns, column_map)
-    samples = [make_sample(index, row, roles) for index, row in enumerate(rows)]
-    check_unique_ids(samples, description)
-    return Dataset(samples, columns=columns, source=description, column_roles=roles)
-
-
-# --------------------------------------------------------------------------------------------------
-# Sources -> (columns, rows, description)
-
-
-def _read(source: Any) -> tuple[list[str], list[Row], str]:
-    if isinstance(source, (str, os.PathLike)):
-        try:
-            path = Path(os.fspath(source)).expanduser()
-        except RuntimeError as exc:  # "~someone/data.json" for a user this system does not know
-            raise DataError(
-                f"Cannot use {os.fspath(source)!r} as a dataset path: {str(exc).rstrip('.')}. Check the path."
-            ) from None
-        return read_file(path)
-    # The optional libraries are recognised by type name so that none of them is imported here.
-    if is_type(source, "pandas", "DataFrame"):
-        return read_dataframe(source)
-    if is_type(source, "datasets", "DatasetDict", "IterableDatasetDict"):
-        return read_dataset_dict(source)
-    if is_type(source, "datasets", "Dataset", "IterableDataset"):
-        rows = rows_from_items(source, "datasets.Dataset")
-        names = getattr(source, "column_names", None)
-        columns = [str(n) for n in names] if names else union_keys(rows)
-        return columns, rows, f"datasets.{type(source).__name__}"
-    if isinstance(source, Mapping):
-        columns, rows, _ = read_mapping(source, "dict")
-        return columns, rows, f"dict of {len(rows)} rows"
-    if hasattr(source, "samples") and not isinstance(source, (str, bytes)):
-        rows = rows_from_items(source.samples, "EvaluationDataset.samples")
-        return union_keys(rows), rows, f"{type(source).__name__} (RAGAS-style .samples)"
-    if isinstance(source, Iterable) and not isinstance(source, (bytes, bytearray)):
-        rows = rows_from_items(source, "list")
-        return union_keys(rows), rows, f"list of {len(rows)} rows"
-    raise DataError(
-        f"Cannot load a dataset from a {type(source).__name__} ({preview(source)}). Pass a columnar dict, "
-        f"a list of row dicts, a path to a {'/'.join(SUPPORTED_EXTENSIONS)} file, a pandas DataFrame, a "
-        "datasets.Dataset or a RAGAS EvaluationDataset."
-    )
+    stream = open_samples(source, column_map=column_map)  # the source's errors, as a run reports them
+    rows = list(stream.rows())  # the whole source is read before a sample is built: a damaged file first
+    samples = [make_sample(index, row, stream.roles) for index, row in enumerate(rows)]
+    check_unique_ids(samples, stream.source)
+    return Dataset(samples, columns=stream.columns, source=stream.source, column_roles=stream.roles)

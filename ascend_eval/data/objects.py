@@ -27,12 +27,6 @@ DATAFRAME_DESCRIPTION = "pandas DataFrame"
 """How messages name a DataFrame source (`Dataset.source`)."""
 
 
-def read_dataframe(frame: Any) -> tuple[list[str], list[Row], str]:
-    """A pandas DataFrame's columns and rows (cells as pandas gives them; `cells` converts them)."""
-    columns = dataframe_columns(frame)
-    return columns, list(dataframe_rows(frame, columns)), DATAFRAME_DESCRIPTION
-
-
 def dataframe_columns(frame: Any) -> list[str]:
     """A pandas DataFrame's column names, as text; a name given twice is a `DataError`."""
     columns = [str(name) for name in frame.columns]
@@ -46,14 +40,6 @@ def dataframe_rows(frame: Any, columns: list[str]) -> Iterator[Row]:
     """A pandas DataFrame's rows, one at a time, keyed by `dataframe_columns(frame)`."""
     for values in frame.itertuples(index=False, name=None):
         yield dict(zip(columns, values, strict=True))
-
-
-def read_dataset_dict(splits: Any) -> tuple[list[str], list[Row], str]:
-    """The only split of a Hugging Face `DatasetDict`; several splits are a `DataError` naming them."""
-    name, split = only_split(splits)
-    rows = rows_from_items(split, f"split {name!r}")
-    columns = [str(n) for n in (getattr(split, "column_names", None) or union_keys(rows))]
-    return columns, rows, f"datasets.{type(splits).__name__} split {name!r}"
 
 
 def only_split(splits: Any) -> tuple[str, Any]:

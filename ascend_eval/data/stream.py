@@ -1,11 +1,12 @@
-"""A dataset read as a stream: the samples `load_dataset` gives, built one at a time, and its checks run in
-memory that does not grow with the number of samples.
+"""The one dataset reader: a source read as a stream of samples, each built as it is reached, and its checks
+run in memory that does not grow with the number of samples. `load_dataset` is this stream held in memory.
 
-`open_samples` accepts every source `load_dataset` does. Files are read as they are iterated: `.jsonl` a
-line at a time (opening it reads it once for its columns, the union of the rows' keys, without building a
-sample), `.csv` a row at a time, `.parquet` a batch at a time from its row groups; a Hugging Face dataset
-is iterated row by row. A `.json` document and in-memory objects (dicts, lists of rows, DataFrames,
-`Dataset`s) are held as the caller gave them; their samples are still built only as they are iterated.
+`open_samples` accepts every source (`ascend_eval.data.loaders` lists them). Files are read as they are
+iterated: `.jsonl` a line at a time (opening it reads it once for its columns, the union of the rows' keys,
+without building a sample), `.csv` a row at a time, `.parquet` a batch at a time from its row groups; a
+Hugging Face dataset is iterated row by row. A `.json` document and in-memory objects (dicts, lists of rows,
+DataFrames, `Dataset`s) are held as the caller gave them; their samples are still built only as they are
+iterated.
 
 `check_samples` is `load_dataset`'s checks followed by `validate`'s, in one pass: the same first error,
 with the same message, as `validate(load_dataset(source), requirements)`.
@@ -30,9 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from ascend_eval.data.cells import make_sample, repeated_ids_error
+from ascend_eval.data.cells import make_sample, preview, repeated_ids_error
 from ascend_eval.data.columns import column_roles
 from ascend_eval.data.formats import (
+    SUPPORTED_EXTENSIONS,
     csv_columns,
     describe_file,
     file_extension,
@@ -40,9 +42,8 @@ from ascend_eval.data.formats import (
     iter_jsonl_rows,
     iter_parquet_rows,
     parquet_columns,
-    read_file,
+    read_json_file,
 )
-from ascend_eval.data.loaders import load_dataset
 from ascend_eval.data.objects import (
     DATAFRAME_DESCRIPTION,
     Row,
@@ -197,7 +198,10 @@ def open_samples(source: Any, *, column_map: Mapping[str, str] | None = None) ->
     """
     if isinstance(source, Dataset):
         if column_map:
-            load_dataset(source, column_map=column_map)  # raises: column_map only applies while loading
+            raise DataError(
+                f"column_map={dict(column_map)!r} was passed with an already loaded Dataset "
+                f"({source.source}); it only applies while loading. Pass the original source instead."
+            )
         dataset = source
         return SampleStream(
             source=dataset.source,
@@ -258,7 +262,7 @@ def check_samples(
 
 
 # --------------------------------------------------------------------------------------------------
-# Sources -> columns and a way to read the rows, in load_dataset's order of dispatch
+# Sources -> columns and a way to read the rows
 
 
 @dataclass(frozen=True)
@@ -276,8 +280,10 @@ def _open(source: Any) -> _Opened:
     if isinstance(source, (str, os.PathLike)):
         try:
             path = Path(os.fspath(source)).expanduser()
-        except RuntimeError:  # "~someone/data.json" for a user this system does not know
-            return _loaded(source)
+        except RuntimeError as exc:  # "~someone/data.json" for a user this system does not know
+            raise DataError(
+                f"Cannot use {os.fspath(source)!r} as a dataset path: {str(exc).rstrip('.')}. Check the path."
+            ) from None
         return _open_file(path)
     if is_type(source, "pandas", "DataFrame"):
         columns = dataframe_columns(source)
@@ -298,7 +304,11 @@ def _open(source: Any) -> _Opened:
     if isinstance(source, Iterable) and not isinstance(source, (bytes, bytearray)):
         rows = rows_from_items(source, "list")
         return _in_memory(union_keys(rows), rows, f"list of {len(rows)} rows")
-    return _loaded(source)
+    raise DataError(
+        f"Cannot load a dataset from a {type(source).__name__} ({preview(source)}). Pass a columnar dict, "
+        f"a list of row dicts, a path to a {'/'.join(SUPPORTED_EXTENSIONS)} file, a pandas DataFrame, a "
+        "datasets.Dataset or a RAGAS EvaluationDataset."
+    )
 
 
 def _open_file(path: Path) -> _Opened:
@@ -316,7 +326,7 @@ def _open_file(path: Path) -> _Opened:
     if extension == ".parquet":
         columns, count = parquet_columns(path)
         return _Opened("parquet", description, columns, lambda: iter_parquet_rows(path), count, read=False)
-    columns, rows, description = read_file(path)  # .json: one document, parsed whole
+    columns, rows, description = read_json_file(path)  # .json: one document, parsed whole
     return _Opened("json", description, columns, lambda: iter(rows), len(rows), read=True)
 
 
@@ -344,14 +354,6 @@ def _open_hf(split: Any, description: str, items: str) -> _Opened:
 
 def _in_memory(columns: list[str], rows: list[Row], description: str) -> _Opened:
     return _Opened("rows", description, columns, lambda: iter(rows), len(rows), read=True)
-
-
-def _loaded(source: Any) -> _Opened:
-    """A source only `load_dataset` can say what is wrong with: it raises its own message (were it to
-    read the source after all, its samples are streamed)."""
-    dataset = load_dataset(source)
-    rows = [sample.to_row() for sample in dataset]
-    return _in_memory(list(dataset.columns), rows, dataset.source)
 
 
 # --------------------------------------------------------------------------------------------------

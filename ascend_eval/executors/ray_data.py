@@ -33,7 +33,7 @@ from typing import Any
 from ascend_eval.config import EvaluationConfig
 from ascend_eval.data.cells import make_sample
 from ascend_eval.data.columns import column_roles
-from ascend_eval.data.formats import leading_boms, read_file
+from ascend_eval.data.formats import leading_boms, read_json_file
 from ascend_eval.data.objects import is_type, read_mapping, rows_from_items, union_keys
 from ascend_eval.engine.stats import StageStats
 from ascend_eval.examples import builtin_dataset
@@ -393,7 +393,7 @@ def read_source(ray: Any, source: Any, roles: Mapping[str, str], *, blocks: int)
             return "jsonl", text
         if extension == ".csv":
             return "arrow", read_csv_as_text(ray, path, list(roles), blocks)
-        _, rows, _ = read_file(path)  # .json: one document, parsed whole by our reader
+        _, rows, _ = read_json_file(path)  # .json: one document, parsed whole by our reader
         return "pickled", pickled_rows(ray, rows, blocks)
     if is_type(source, "pandas", "DataFrame"):
         frame = source
