@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ascend_eval.engine.tracing import TraceArg
 from ascend_eval.models.base import Role
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.models.factory import ModelArg, check
+from ascend_eval.models.factory import ROLE_KEYS, ModelArg, check
 from ascend_eval.models.spec import Backend
 
 if TYPE_CHECKING:
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 ExecutorName = Literal["local", "ray"]
 EXECUTOR_NAMES: tuple[ExecutorName, ...] = ("local", "ray")
 
-ROLE_KEYS: Mapping[Role, str] = {"judge": "judge", "embedder": "embedder", "reranker": "cross_encoder"}
-"""Role -> the setting that gives its model (`<key>_backend` gives its backend): the one map of them."""
 
 CALLBACKS = frozenset({"progress", "on_round", "on_progress"})
 """Settings that only a caller in this process can give (a file or a job cannot hold a function)."""

@@ -11,14 +11,18 @@ the benchmarks alike.
   Both backends ("torch", "vllm") name a model by its files (`local_model_id`), so they share the request
   cache.
 
-Decoding overrides (`max_tokens`, `temperature`, `top_p`) wrap the judge in `InferenceParamsJudge`.
-Every engine is imported only when its runtime is built.
+Which runtime a spec gets is one table, `_BACKENDS`, keyed by (role, backend): the backend of a URL is
+its server's API ("openai", or "tei" for TEI's native routes), that of a local model its engine ("torch",
+"vllm"). Decoding overrides (`max_tokens`, `temperature`, `top_p`) wrap the judge in
+`InferenceParamsJudge`. Every engine is imported only when its runtime is built.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -37,7 +41,9 @@ ModelArg = str | Path | ModelSpec | Judge | Embedder | Reranker | None
 `ModelSpec.model`), a `ModelSpec`, a runtime instance of the role, or None for the role's default."""
 
 _PROTOCOLS: dict[Role, Any] = {"judge": Judge, "embedder": Embedder, "reranker": Reranker}
-_ARGUMENT = {"judge": "judge", "embedder": "embedder", "reranker": "cross_encoder"}
+ROLE_KEYS: dict[Role, str] = {"judge": "judge", "embedder": "embedder", "reranker": "cross_encoder"}
+"""Role -> the setting that gives its model (`evaluate(cross_encoder=...)`, `<setting>_backend`): the one
+map of them, here where the messages about them are written (`ascend_eval.config` reads it)."""
 _WANTED = {
     "judge": "a Judge instance, a ModelSpec, a shipped judge name, a local checkpoint directory or .gguf "
     "file, or an OpenAI-compatible server URL",
@@ -62,8 +68,7 @@ def build(spec: ModelSpec) -> Runtime:
         BackendError: an endpoint without `served_model_name` cannot list its models.
     """
     role = _role(spec)
-    runtime = _endpoint(spec, role) if spec.is_endpoint else _local(spec, role)
-    return tuned(runtime, spec)
+    return tuned(_builder(spec, role)(spec, role), spec)
 
 
 def tuned(runtime: Any, spec: ModelSpec) -> Any:
@@ -128,14 +133,14 @@ def spec_for(
             spec = spec.replace(backend=backend)  # what the spec leaves open, as with `device`
         elif backend != "auto" and spec.backend != backend:
             raise ConfigError(
-                f"{_ARGUMENT[role]}_backend={backend!r} but the {role}'s ModelSpec says "
+                f"{ROLE_KEYS[role]}_backend={backend!r} but the {role}'s ModelSpec says "
                 f"backend={spec.backend!r}; set it in one place."
             )
     else:
         if backend != "auto":
             raise ConfigError(
-                f"{_ARGUMENT[role]}_backend={backend!r} chooses the runtime of a {role} given by name or "
-                f"path; {_ARGUMENT[role]}= is a {type(value).__name__} instance, already built. Drop it."
+                f"{ROLE_KEYS[role]}_backend={backend!r} chooses the runtime of a {role} given by name or "
+                f"path; {ROLE_KEYS[role]}= is a {type(value).__name__} instance, already built. Drop it."
             )
         return _instance(value, role)
     if device is not None and spec.device is None and not spec.is_endpoint:
@@ -195,7 +200,7 @@ def local_path(spec: ModelSpec) -> Path:
     """
     role = _role(spec)
     if spec.is_endpoint:
-        raise ConfigError(f"{_ARGUMENT[role]}={spec.model!r} is a server URL; a local model is needed here.")
+        raise ConfigError(f"{ROLE_KEYS[role]}={spec.model!r} is a server URL; a local model is needed here.")
     from ascend_eval.models.weights.registry import DEFAULTS, SHIPPED
 
     text = spec.model.strip()
@@ -241,7 +246,7 @@ def _instance(value: Any, role: Role) -> Runtime:
     what = with_article(others[0]) if others else "no model runtime (no generate, embed or score)"
     name = getattr(value, "model_id", None)
     raise ConfigError(
-        f"{_ARGUMENT[role]}= got {type(value).__name__}"
+        f"{ROLE_KEYS[role]}= got {type(value).__name__}"
         + (f" ({name!r})" if name else "")
         + f", which is {what}, where {with_article(role)} is wanted. Pass {_WANTED[role]}."
     )
@@ -252,123 +257,172 @@ JUDGE_PARALLELISM = 128
 batch full (vLLM's default max_num_seqs is 256 on GPUs); the congestion gate backs off on 429/503, on
 timeouts and on answers slower than half the request timeout."""
 
+Builder = Callable[[ModelSpec, Role], Runtime]
+"""Makes the runtime of a spec for a role (checked to be the spec's role)."""
 
-def _endpoint(spec: ModelSpec, role: Role) -> Runtime:
-    from ascend_eval.models.http import EndpointConfig, discover_model, endpoint_base
-    from ascend_eval.models.tei_api import tei_route
+_TEI_ROLES: dict[str, Role] = {"/embed": "embedder", "/rerank": "reranker"}
 
+
+def _builder(spec: ModelSpec, role: Role) -> Builder:
+    """The registry's builder for `spec` as `role`: keyed by the role and the backend the spec runs on, its
+    server's API for a URL ("tei" for one ending in TEI's route, else "openai"), else its local runtime.
+
+    Raises:
+        ConfigError: a TEI URL of another role.
+    """
+    backend = spec.local_backend
+    if spec.is_endpoint:
+        from ascend_eval.models.tei_api import tei_route
+
+        route = tei_route(spec.model)
+        backend = "openai" if route is None else "tei"
+        if route is not None and _TEI_ROLES[route] != role:
+            raise ConfigError(
+                f"{ROLE_KEYS[role]}={spec.model!r} ends in {route}, the route of a text-embeddings-inference "
+                f"{_TEI_ROLES[route]}, where {with_article(role)} is wanted. Pass it as the "
+                f"{ROLE_KEYS[_TEI_ROLES[route]]}, or give {_WANTED[role]}."
+            )
+    if (role, backend) not in _BACKENDS:
+        raise ConfigError(f"No {backend} backend runs {with_article(role)}; give {_WANTED[role]}.")
+    return _BACKENDS[(role, backend)]
+
+
+def _engine(module: str) -> Any:
+    """`ascend_eval.models.<module>`, imported now: each engine only when one of its runtimes is built."""
+    return importlib.import_module(f"ascend_eval.models.{module}")
+
+
+def _endpoint_settings(spec: ModelSpec) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Where the spec's API key is, and the client settings it sets (`EndpointConfig`'s defaults else)."""
     key = {"api_key_env": spec.api_key_env, "api_key_file": spec.api_key_file}
     client = {
         k: getattr(spec, k)
         for k in ("request_timeout", "max_retries", "parallelism")
         if getattr(spec, k) is not None
     }
-    if (route := tei_route(spec.model)) is not None:
-        return _tei(spec, role, route, {**key, **client})
-    if role == "judge":
-        client.setdefault("parallelism", JUDGE_PARALLELISM)
-    base = endpoint_base(spec.model)
-    name = spec.served_model_name or discover_model(base, **key)
-    config = EndpointConfig(url=base, model=name, **key, **client)
-    logger.info("%s: endpoint %s model %s", role, config.url, name)
-    if role == "judge":
-        from ascend_eval.models.judge.openai import OpenAIJudge
-
-        return OpenAIJudge(config, loop_guard=None)  # vLLM's own loop guard, where the server is vLLM
-    if role == "embedder":
-        from ascend_eval.models.embedder.openai import OpenAIEmbedder
-
-        return OpenAIEmbedder(config, send_input_type=spec.send_input_type)
-    from ascend_eval.models.reranker.openai import OpenAIReranker
-
-    return OpenAIReranker(config)
+    return key, client
 
 
-_TEI_ROLES: dict[str, Role] = {"/embed": "embedder", "/rerank": "reranker"}
+def _openai(
+    module: str,
+    client: str,
+    *,
+    parallelism: int | None = None,
+    from_spec: tuple[str, ...] = (),
+    **options: Any,
+) -> Builder:
+    """A client of an OpenAI-compatible server on the URL's base; without `served_model_name` the model is
+    the first the server lists (`GET /v1/models`).
+
+    Args:
+        module, client: where the client class is.
+        parallelism: requests in flight when the spec sets none (else `EndpointConfig`'s default).
+        from_spec: fields of the spec the client takes as keyword arguments of the same names.
+        options: further keyword arguments of the client.
+    """
+
+    def build(spec: ModelSpec, role: Role) -> Runtime:
+        from ascend_eval.models.http import EndpointConfig, discover_model, endpoint_base
+
+        key, settings = _endpoint_settings(spec)
+        if parallelism is not None:
+            settings.setdefault("parallelism", parallelism)
+        base = endpoint_base(spec.model)
+        name = spec.served_model_name or discover_model(base, **key)
+        config = EndpointConfig(url=base, model=name, **key, **settings)
+        logger.info("%s: endpoint %s model %s", role, config.url, name)
+        chosen = {field: getattr(spec, field) for field in from_spec}
+        return getattr(_engine(module), client)(config, **options, **chosen)  # type: ignore[no-any-return]
+
+    return build
 
 
-def _tei(spec: ModelSpec, role: Role, route: str, settings: dict[str, Any]) -> Runtime:
-    """A client of TEI's native API for a URL ending in its route; the model and the server's batch
-    limit come from `GET /info` unless `served_model_name` names the model."""
-    from ascend_eval.models.http import EndpointConfig
-    from ascend_eval.models.tei_api import DEFAULT_BATCH, read_info, tei_base
+def _tei(module: str, client: str) -> Builder:
+    """A client of TEI's native API for a URL ending in its route; the model and the server's batch limit
+    come from `GET /info` unless `served_model_name` names the model."""
 
-    if _TEI_ROLES[route] != role:
-        raise ConfigError(
-            f"{_ARGUMENT[role]}={spec.model!r} ends in {route}, the route of a text-embeddings-inference "
-            f"{_TEI_ROLES[route]}, where {with_article(role)} is wanted. Pass it as the "
-            f"{_ARGUMENT[_TEI_ROLES[route]]}, or give {_WANTED[role]}."
+    def build(spec: ModelSpec, role: Role) -> Runtime:
+        from ascend_eval.models.http import EndpointConfig
+        from ascend_eval.models.tei_api import DEFAULT_BATCH, read_info, tei_base, tei_route
+
+        key, settings = _endpoint_settings(spec)
+        base = tei_base(spec.model)
+        config = EndpointConfig(
+            url=base, model=spec.served_model_name or "tei", under_v1=False, **key, **settings
         )
-    base = tei_base(spec.model)
-    config = EndpointConfig(url=base, model=spec.served_model_name or "tei", under_v1=False, **settings)
-    batch = DEFAULT_BATCH
-    if spec.served_model_name is None:
-        info = read_info(config)
-        config = EndpointConfig(url=base, model=info.model_id, under_v1=False, **settings)
-        batch = info.max_client_batch_size
-    logger.info("%s: TEI %s%s model %s, %d inputs per request", role, config.url, route, config.model, batch)
-    if role == "embedder":
-        from ascend_eval.models.embedder.tei import TEIEmbedder
+        batch = DEFAULT_BATCH
+        if spec.served_model_name is None:
+            info = read_info(config)
+            config = EndpointConfig(url=base, model=info.model_id, under_v1=False, **key, **settings)
+            batch = info.max_client_batch_size
+        route = tei_route(spec.model)
+        logger.info(
+            "%s: TEI %s%s model %s, %d inputs per request", role, config.url, route, config.model, batch
+        )
+        return getattr(_engine(module), client)(config, batch_size=batch)  # type: ignore[no-any-return]
 
-        return TEIEmbedder(config, batch_size=batch)
-    from ascend_eval.models.reranker.tei import TEIReranker
-
-    return TEIReranker(config, batch_size=batch)
+    return build
 
 
-def _use_vllm(spec: ModelSpec, role: Role) -> bool:
-    """Whether the spec asks for vLLM; checks that vLLM is installed before any model loads."""
-    if spec.local_backend != "vllm":
-        return False
+def _local(module: str, runtime: str, config: str, *, vllm: bool = False) -> Builder:
+    """A local model, checked now and wrapped in its role's lazy runtime, so that its weights load when the
+    first request reaches it.
+
+    Args:
+        module, runtime, config: where the runtime class and its config class are.
+        vllm: the runtime is vLLM's, which is checked to be installed before any model loads.
+    """
+
+    def build(spec: ModelSpec, role: Role) -> Runtime:
+        from ascend_eval.models.lazy import LazyEmbedder, LazyJudge, LazyReranker
+        from ascend_eval.models.weights.paths import local_model_id
+
+        if vllm:
+            _need_vllm(role)
+        if spec.device is not None or os.environ.get(DEVICE_ENV):
+            # A device that cannot be had is found now, before a shipped model or a GGUF file is converted;
+            # auto-detection always finds one, so it waits for the model to load.
+            resolve_device(spec.device)
+        path = local_path(spec)
+        fields = ENGINE_SETTINGS[(role, spec.local_backend)]
+        settings = {fields[k]: getattr(spec, k) for k in fields if getattr(spec, k) is not None}
+        model_id = local_model_id(path)
+        # The config is made (and so validated) now; the runtime that loads the weights on first use.
+        engine = _engine(module)
+        made = getattr(engine, config)(model=str(path), device=spec.device, **settings)
+        load = getattr(engine, runtime)
+        lazy = {"judge": LazyJudge, "embedder": LazyEmbedder, "reranker": LazyReranker}[role]
+        return lazy(model_id, lambda: load(made))  # type: ignore[no-any-return]
+
+    return build
+
+
+def _need_vllm(role: Role) -> None:
+    """Refuse the vllm backend where vLLM is not installed, before any model loads."""
     from ascend_eval.models.vllm_runtime import VLLM_INSTALL, vllm_installed
 
     if not vllm_installed():
         raise MissingDependencyError(
             f"The vllm {role} backend needs vLLM, which is not installed: {VLLM_INSTALL}."
         )
-    return True
 
 
-def _local(spec: ModelSpec, role: Role) -> Runtime:
-    from ascend_eval.models.lazy import LazyEmbedder, LazyJudge, LazyReranker
-    from ascend_eval.models.weights.paths import local_model_id
-
-    vllm = _use_vllm(spec, role)
-    if spec.device is not None or os.environ.get(DEVICE_ENV):
-        # A device that cannot be had is found now, before a shipped model or a GGUF file is converted;
-        # auto-detection always finds one, so it waits for the model to load.
-        resolve_device(spec.device)
-    path = local_path(spec)
-    fields = ENGINE_SETTINGS[(role, spec.local_backend)]
-    settings = {fields[k]: getattr(spec, k) for k in fields if getattr(spec, k) is not None}
-    model_id = local_model_id(path)
-    # Each config is made (and so validated) now; the runtime that loads the weights on first use.
-    if role == "judge":
-        if vllm:
-            from ascend_eval.models.judge.vllm import VllmJudge, VllmJudgeConfig
-
-            vllm_judge = VllmJudgeConfig(model=str(path), device=spec.device, **settings)
-            return LazyJudge(model_id, lambda: VllmJudge(vllm_judge))
-        from ascend_eval.models.judge.torch import TorchJudge, TorchJudgeConfig
-
-        torch_judge = TorchJudgeConfig(model=str(path), device=spec.device, **settings)
-        return LazyJudge(model_id, lambda: TorchJudge(torch_judge))
-    if role == "embedder":
-        if vllm:
-            from ascend_eval.models.embedder.vllm import VllmEmbedder, VllmEmbedderConfig
-
-            vllm_embedder = VllmEmbedderConfig(model=str(path), device=spec.device, **settings)
-            return LazyEmbedder(model_id, lambda: VllmEmbedder(vllm_embedder))
-        from ascend_eval.models.embedder.sentence_transformers import TorchEmbedder, TorchEmbedderConfig
-
-        torch_embedder = TorchEmbedderConfig(model=str(path), device=spec.device, **settings)
-        return LazyEmbedder(model_id, lambda: TorchEmbedder(torch_embedder))
-    if vllm:
-        from ascend_eval.models.reranker.vllm import VllmReranker, VllmRerankerConfig
-
-        vllm_reranker = VllmRerankerConfig(model=str(path), device=spec.device, **settings)
-        return LazyReranker(model_id, lambda: VllmReranker(vllm_reranker))
-    from ascend_eval.models.reranker.cross_encoder import TorchReranker, TorchRerankerConfig
-
-    torch_reranker = TorchRerankerConfig(model=str(path), device=spec.device, **settings)
-    return LazyReranker(model_id, lambda: TorchReranker(torch_reranker))
+_BACKENDS: dict[tuple[Role, str], Builder] = {
+    # vLLM's own loop guard, where the server is vLLM (asked once, before the first generation).
+    ("judge", "openai"): _openai(
+        "judge.openai", "OpenAIJudge", parallelism=JUDGE_PARALLELISM, loop_guard=None
+    ),
+    ("embedder", "openai"): _openai("embedder.openai", "OpenAIEmbedder", from_spec=("send_input_type",)),
+    ("reranker", "openai"): _openai("reranker.openai", "OpenAIReranker"),
+    ("embedder", "tei"): _tei("embedder.tei", "TEIEmbedder"),
+    ("reranker", "tei"): _tei("reranker.tei", "TEIReranker"),
+    ("judge", "torch"): _local("judge.torch", "TorchJudge", "TorchJudgeConfig"),
+    ("judge", "vllm"): _local("judge.vllm", "VllmJudge", "VllmJudgeConfig", vllm=True),
+    ("embedder", "torch"): _local("embedder.sentence_transformers", "TorchEmbedder", "TorchEmbedderConfig"),
+    ("embedder", "vllm"): _local("embedder.vllm", "VllmEmbedder", "VllmEmbedderConfig", vllm=True),
+    ("reranker", "torch"): _local("reranker.cross_encoder", "TorchReranker", "TorchRerankerConfig"),
+    ("reranker", "vllm"): _local("reranker.vllm", "VllmReranker", "VllmRerankerConfig", vllm=True),
+}
+"""Every runtime `build` makes, by (role, backend): adding a backend is adding its entries. The backend of
+an endpoint is its server's API ("openai", "tei"); of a local model, `ModelSpec.local_backend` ("torch",
+"vllm", whose engine settings `ENGINE_SETTINGS` names)."""

@@ -221,7 +221,24 @@ class _Retryable(Exception):
         self.timed_out = timed_out
 
 
-class EndpointClient:
+C = TypeVar("C", bound="Closing")
+
+
+class Closing:
+    """Something that holds connections: a `with` block closes it. The base of `EndpointClient` and of the
+    model clients that own one (`ascend_eval.models.endpoint_model`)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: C) -> C:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class EndpointClient(Closing):
     """POSTs JSON to one OpenAI-compatible server, with retries, backoff and bounded concurrency.
 
     Args:
@@ -271,12 +288,6 @@ class EndpointClient:
     def close(self) -> None:
         """Close the pooled connections."""
         self._http.close()
-
-    def __enter__(self) -> EndpointClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def post(
         self, path: str, body: Mapping[str, Any], parse: Callable[[dict[str, Any]], T] | None = None

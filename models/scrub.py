@@ -128,5 +128,3 @@ def clip_excerpt(text: str, scrubber: Scrubber) -> str:
         text = scrubber.text(text[: EXCERPT_CHARS + len(scrubber.key)])[:EXCERPT_CHARS]
     text = scrubber.text(text)
     return text + "…" if cut else text
-
-

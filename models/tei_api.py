@@ -11,7 +11,8 @@ TEI serves its own routes at the server's root, next to an OpenAI-compatible `/v
 A URL whose path ends in `/embed` or `/rerank` names that API (`tei_route`); the clients post to the
 route under the rest of the URL. TEI refuses a request with more inputs than `max_client_batch_size`
 (HTTP 422, "batch size N > maximum allowed batch size M") and a body over its `--payload-limit` (HTTP 413);
-`post_in_batches` splits such a batch and sends it again instead of failing the run.
+`post_in_batches` splits such a batch and sends it again instead of failing the run; `TEIModel`, the base
+of `TEIEmbedder` and `TEIReranker`, sends every batch so.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from ascend_eval.models.errors import BackendError
+from ascend_eval.models.endpoint_model import Batch, EndpointModel
+from ascend_eval.models.errors import BackendError, ConfigError
 from ascend_eval.models.http import EndpointClient, EndpointConfig, EndpointError
 
 __all__ = [
     "DEFAULT_BATCH",
     "TEI_ROUTES",
+    "TEIModel",
     "TeiInfo",
     "post_in_batches",
     "read_info",
@@ -180,6 +183,36 @@ def post_in_batches(
             ) from None
         pending = retry
     return done
+
+
+class TEIModel(EndpointModel):
+    """The base of the clients of TEI's native API: its routes sit at the server's root (a config with
+    `under_v1=False`), it answers with JSON arrays, and a batch it refuses as too large is split and sent
+    again (`post_in_batches`), after which `batch_size` stays at the size that fitted.
+    """
+
+    api = "tei"
+    json_types = (list,)
+
+    def _check(self, config: EndpointConfig, batch_size: int | None) -> None:
+        name = type(self).__name__
+        if batch_size is None or batch_size < 1:
+            raise ConfigError(f"{name} batch_size must be >= 1, got {batch_size}.")
+        if config.under_v1:
+            raise ConfigError(
+                f"{name} needs EndpointConfig(under_v1=False): TEI's {self.route} is not under /v1. "
+                f"Got url={config.url!r}."
+            )
+
+    def _send(
+        self, batches: Sequence[Batch], body: Callable[[Batch], dict[str, Any]], parse: Callable[[Any], Any]
+    ) -> list[tuple[Batch, Any]]:
+        return post_in_batches(
+            self._client, self.route, batches, body, parse, what=self.model_id, on_limit=self._lower
+        )
+
+    def _lower(self, size: int) -> None:
+        self.batch_size = min(self.batch_size, size)
 
 
 def _hint(error: EndpointError) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from ascend_eval.models.base import (
@@ -27,18 +27,17 @@ from ascend_eval.models.base import (
     Message,
     repetition_detection,
 )
-from ascend_eval.models.batching import longest_first, scatter
+from ascend_eval.models.endpoint_model import EndpointModel
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.models.http import EndpointClient, EndpointConfig, EndpointError
+from ascend_eval.models.http import EndpointConfig, EndpointError
 
 ClassifyMode = Literal["logprobs", "text"]
 
-_CHAT = "/chat/completions"
 # Enough for any label to be written out in full (labels are short words or digits).
 _TEXT_MODE_PARAMS = GenerationParams(max_tokens=8, temperature=0.0)
 
 
-class OpenAIJudge:
+class OpenAIJudge(EndpointModel, route="/chat/completions"):
     """A `Judge` that calls an OpenAI-compatible chat completions endpoint.
 
     Args:
@@ -59,6 +58,8 @@ class OpenAIJudge:
         ConfigError: An invalid mode, or the API key named by `config` cannot be read.
     """
 
+    shown = ("model_id", "classify_mode")
+
     def __init__(
         self,
         config: EndpointConfig,
@@ -73,12 +74,10 @@ class OpenAIJudge:
             raise ConfigError(f"top_logprobs must be >= 1, got {top_logprobs}.")
         if loop_guard is not None and loop_guard < 0:
             raise ConfigError(f"loop_guard must be >= 0 (0 turns it off) or None, got {loop_guard}.")
-        self.config = config
         self.classify_mode = classify_mode
         self.top_logprobs = top_logprobs
         self.loop_guard = loop_guard
-        self.model_id = f"openai:{config.model}@{config.url}"
-        self._client = EndpointClient(config)
+        super().__init__(config)
         self._repetition: dict[str, int] | None = None
         self._asked = threading.Lock()
         self._server_known = False
@@ -113,18 +112,6 @@ class OpenAIJudge:
     """Requests per engine call: one, so that every answer reaches the engine the moment it is back and
     a slow request holds up only its own plan (the server batches what is in flight)."""
 
-    def __repr__(self) -> str:
-        return f"OpenAIJudge(model_id={self.model_id!r}, classify_mode={self.classify_mode!r})"
-
-    def close(self) -> None:
-        self._client.close()
-
-    def __enter__(self) -> OpenAIJudge:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
         """Generate one reply per request.
 
@@ -136,7 +123,7 @@ class OpenAIJudge:
         if requests and (repetition := self._repetition_field()) is not None:
             for body in bodies:
                 body["repetition_detection"] = repetition
-        outcomes = self._map(bodies, [_chat_chars(r.messages) for r in requests], _parse_generation)
+        outcomes = self._map(bodies, _parse_generation, lengths=[_chat_chars(r.messages) for r in requests])
         return [o if isinstance(o, GenerateResult) else GenerateResult.failed(str(o)) for o in outcomes]
 
     def classify(self, requests: Sequence[ClassifyRequest]) -> list[ClassifyResult]:
@@ -144,7 +131,7 @@ class OpenAIJudge:
         lengths = [_chat_chars(r.messages) + len(r.answer_prefix) for r in requests]
         if self.classify_mode == "text":
             bodies = [self._chat_body(r.messages, _TEXT_MODE_PARAMS) for r in requests]
-            outcomes = self._map(bodies, lengths, _parse_generation)
+            outcomes = self._map(bodies, _parse_generation, lengths=lengths)
             return [
                 _label_from_text(r, o)
                 if isinstance(o, GenerateResult)
@@ -152,21 +139,13 @@ class OpenAIJudge:
                 for r, o in zip(requests, outcomes, strict=True)
             ]
         bodies = [self._logprobs_body(r) for r in requests]
-        outcomes = self._map(bodies, lengths, _parse_top_logprobs)
+        outcomes = self._map(bodies, _parse_top_logprobs, lengths=lengths)
         return [
             self._label_from_logprobs(r, o)
             if isinstance(o, _TopLogprobs)
             else ClassifyResult.failed(r.labels, str(o))
             for r, o in zip(requests, outcomes, strict=True)
         ]
-
-    def _map(
-        self, bodies: list[dict[str, Any]], lengths: list[int], parse: Callable[[dict[str, Any]], Any]
-    ) -> list:
-        # Longest first: the slowest requests start early instead of trailing the batch alone.
-        order = longest_first(lengths)
-        outcomes = self._client.map(_CHAT, [bodies[i] for i in order], parse)
-        return scatter(len(bodies), [(order, outcomes)])
 
     def _chat_body(self, messages: Sequence[Message], params: GenerationParams) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -336,8 +315,7 @@ def _parse_generation(data: dict[str, Any]) -> GenerateResult:
         content = ""  # cut short before any content (e.g. while a reasoning model was still thinking)
     if not isinstance(content, str):
         raise ValueError(
-            f"the message has no text content (finish_reason={reason!r}, "
-            f"refusal={message.get('refusal')!r})"
+            f"the message has no text content (finish_reason={reason!r}, refusal={message.get('refusal')!r})"
         )
     prompt_tokens, completion_tokens = _usage(data)
     return GenerateResult(
