@@ -116,6 +116,17 @@ def _add_evaluate(sub: Any) -> None:
         epilog=EVALUATE_EPILOG,
         formatter_class=HelpFormatter,
     )
+    # In this order: it is the order of `evaluate --help`.
+    _add_evaluate_inputs(ev)
+    _add_evaluate_models(ev)
+    _add_evaluate_scoring(ev)
+    _add_evaluate_run(ev)
+    tracing_cli.add_trace_arguments(ev)
+    ev.set_defaults(func=_evaluate)
+
+
+def _add_evaluate_inputs(ev: argparse.ArgumentParser) -> None:
+    """`evaluate`'s dataset, settings file and metrics."""
     ev.add_argument(
         "data",
         nargs="?",
@@ -132,6 +143,11 @@ def _add_evaluate(sub: Any) -> None:
         nargs="+",
         help=f"metric names (or NeMo aliases), space- or comma-separated; default: all. {METRIC_NAMES}",
     )
+
+
+def _add_evaluate_models(ev: argparse.ArgumentParser) -> None:
+    """`evaluate`'s models: judge, embedder and cross-encoder, their runtimes and settings, the servers' key,
+    the device and its memory."""
     ev.add_argument("--judge", help="shipped judge name, local HF directory or .gguf file, or server URL")
     ev.add_argument("--judge-model", help="model name to send to a judge server (default: its first model)")
     ev.add_argument(
@@ -176,6 +192,11 @@ def _add_evaluate(sub: Any) -> None:
         help="share of each NPU's or GPU's memory the local models may take together (default 0.9), split "
         "between the vLLM engines after each torch model's reserve",
     )
+
+
+def _add_evaluate_scoring(ev: argparse.ArgumentParser) -> None:
+    """`evaluate`'s scoring: prompt language, RAGAS compatibility, how verdicts are asked for, calibrated
+    and counted, and how prompts are laid out."""
     ev.add_argument(
         "--language", choices=["auto", "en", "zh"], help="prompt language (default auto: per sample)"
     )
@@ -208,6 +229,11 @@ def _add_evaluate(sub: Any) -> None:
         "or in every prompt (task_first); default auto: sample_first in classify mode, task_first "
         "under --ragas-compat or in generate mode",
     )
+
+
+def _add_evaluate_run(ev: argparse.ArgumentParser) -> None:
+    """`evaluate`'s run: column names, batching, output folder, Ray, error tolerance, request cache and
+    progress."""
     ev.add_argument("--column-map", nargs="+", metavar="OURS=THEIRS", help="e.g. user_input=query")
     ev.add_argument(
         "--chunk-size",
@@ -263,8 +289,6 @@ def _add_evaluate(sub: Any) -> None:
         help="where stderr is not a terminal (a log, a pipe): print a progress line this often (default 2); "
         "while nothing moves, one every 10 s at most",
     )
-    tracing_cli.add_trace_arguments(ev)
-    ev.set_defaults(func=_evaluate)
 
 
 def build_parser() -> argparse.ArgumentParser:

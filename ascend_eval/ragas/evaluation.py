@@ -76,6 +76,14 @@ def _check_unsupported(callbacks: Any, return_executor: bool) -> None:
         )
 
 
+def _check_batch_size(batch_size: Any) -> None:
+    """RAGAS's batch_size becomes our chunk_size: None or a positive integer (not a bool)."""
+    if batch_size is not None and (
+        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+    ):
+        _refuse("batch_size", batch_size, "pass a positive integer (requests per backend call) or None.")
+
+
 def _plan_groups(
     mapped: Sequence[MappedMetric], llm: Any, embeddings: Any, run_config: Any
 ) -> tuple[list[_Group], Secrets]:
@@ -139,6 +147,29 @@ def _built(value: Any, role: str, secrets: Secrets, device: str | None) -> Any:
         return value
     with secrets.exposed():
         return resolve(value, role, device=device)  # type: ignore[call-overload]
+
+
+def _run_groups(
+    data: Dataset, groups: Sequence[_Group], secrets: Secrets, device: str | None, **options: Any
+) -> list[EvaluationResult]:
+    """One engine run per group over `data`, with `options` (our evaluate()'s keywords) for each. The
+    runtimes built here for keys written into the script are closed afterwards, whatever happens."""
+    built: list[Any] = []
+    runs = []
+    try:
+        for group in groups:
+            judge = _built(group.judge, "judge", secrets, device)
+            embedder = _built(group.embedder, "embedder", secrets, device)
+            built += [b for b, given in ((judge, group.judge), (embedder, group.embedder)) if b is not given]
+            runs.append(
+                ascend_evaluate(data, group.metrics, judge=judge, embedder=embedder, device=device, **options)
+            )
+    finally:
+        for runtime in built:
+            close = getattr(runtime, "close", None)
+            if close is not None:
+                close()
+    return runs
 
 
 def _merge(runs: Sequence[EvaluationResult]) -> EvaluationResult:
@@ -239,42 +270,24 @@ def evaluate(
     """
     del token_usage_parser, _pbar, allow_nest_asyncio  # RAGAS's signature; nothing to do with them here
     _check_unsupported(callbacks, return_executor)
-    if batch_size is not None and (
-        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-    ):
-        _refuse("batch_size", batch_size, "pass a positive integer (requests per backend call) or None.")
+    _check_batch_size(batch_size)
     mapped = map_metrics(metrics)
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, column_map=column_map)
     groups, secrets = _plan_groups(mapped, llm, embeddings, run_config)
-    built: list[Any] = []
-    runs = []
-    try:
-        for group in groups:
-            judge = _built(group.judge, "judge", secrets, device)
-            embedder = _built(group.embedder, "embedder", secrets, device)
-            built += [b for b, given in ((judge, group.judge), (embedder, group.embedder)) if b is not given]
-            runs.append(
-                ascend_evaluate(
-                    data,
-                    group.metrics,
-                    judge=judge,
-                    embedder=embedder,
-                    cross_encoder=cross_encoder,
-                    device=device,
-                    cache_dir=cache_dir,
-                    language=language,
-                    ragas_compat=ragas_compat,
-                    judge_mode=judge_mode,
-                    progress=show_progress,
-                    chunk_size=batch_size or 1024,
-                    on_round=on_round,
-                )
-            )
-    finally:
-        for runtime in built:
-            close = getattr(runtime, "close", None)
-            if close is not None:
-                close()
+    runs = _run_groups(
+        data,
+        groups,
+        secrets,
+        device,
+        cross_encoder=cross_encoder,
+        cache_dir=cache_dir,
+        language=language,
+        ragas_compat=ragas_compat,
+        judge_mode=judge_mode,
+        progress=show_progress,
+        chunk_size=batch_size or 1024,
+        on_round=on_round,
+    )
     result = _merge(runs)
     if experiment_name is not None:
         result.provenance["experiment_name"] = experiment_name

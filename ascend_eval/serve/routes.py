@@ -54,10 +54,17 @@ def _zip(job_id: str, content: bytes) -> Response:
 
 
 def add_routes(app: FastAPI, service: Service) -> None:
-    v1 = "/v1/evaluation/jobs"
+    """Register every route on `app`, served by `service`: v1 jobs, v2 jobs and their results, secrets.
+    FastAPI matches routes in the order they are added, so the groups keep this order."""
+    _add_v1_routes(app, service, "/v1/evaluation/jobs")
     v2 = "/v2/evaluation/jobs"
+    _add_v2_job_routes(app, service, v2)
+    _add_v2_result_routes(app, service, v2)
+    _add_secret_routes(app, service)
 
-    # ------------------------------------------------------------------------------------------ v1
+
+def _add_v1_routes(app: FastAPI, service: Service, v1: str) -> None:
+    """NeMo's v1 evaluation jobs under `v1`: create, list, get, delete, cancel, status, results, logs."""
 
     @app.post(v1, tags=["v1 evaluation jobs"], summary="Create an evaluation job")
     def v1_create(body: Annotated[Any, Body(description=_BODY, examples=[_V1_EXAMPLE])]) -> dict[str, Any]:
@@ -101,7 +108,9 @@ def add_routes(app: FastAPI, service: Service) -> None:
         job, _ = service.job(job_id)
         return PlainTextResponse("\n".join(job_log_lines(job.directory)) + "\n")
 
-    # ------------------------------------------------------------------------------------------ v2
+
+def _add_v2_job_routes(app: FastAPI, service: Service, v2: str) -> None:
+    """NeMo's v2 evaluation jobs under `v2`: create, list, get, delete, cancel, status, paged logs."""
 
     @app.post(v2, tags=["v2 evaluation jobs"], summary="Create an evaluation job")
     def v2_create(body: Annotated[Any, Body(description="`spec`: " + _BODY)]) -> dict[str, Any]:
@@ -138,6 +147,11 @@ def add_routes(app: FastAPI, service: Service) -> None:
         cursor = int(page_cursor) if page_cursor and page_cursor.isdigit() else 0
         return views.v2_logs(job, record, limit=limit, cursor=cursor)
 
+
+def _add_v2_result_routes(app: FastAPI, service: Service, v2: str) -> None:
+    """A completed v2 job's results under `v2`: the list, the scores, the artifacts zip, and each by
+    name."""
+
     @app.get(f"{v2}/{{job_id}}/results", tags=["v2 evaluation jobs"], summary="A completed job's results")
     def v2_results(job_id: str) -> dict[str, Any]:
         return {"object": "list", "data": views.v2_result_entries(*service.completed(job_id))}
@@ -167,7 +181,10 @@ def add_routes(app: FastAPI, service: Service) -> None:
             return v2_artifacts(job_id)
         raise HTTPException(404, f"no result {result_name!r}; there are ['artifacts', 'evaluation-results']")
 
-    # ------------------------------------------------------------------------------------- secrets
+
+def _add_secret_routes(app: FastAPI, service: Service) -> None:
+    """`/v1/secrets`: store, list (names only) and delete the secrets jobs name; the server's own are
+    refused (403)."""
 
     def _own(name: str) -> None:
         if service.reserved(name):
