@@ -143,3 +143,41 @@ def test_no_package_cycles() -> None:
     folders. Each package imports only those below it."""
     cycle = find_cycle(package_graph(import_graph()))
     assert cycle is None, "package cycle: " + " -> ".join(cycle or [])
+
+
+def architecture_order() -> list[str]:
+    """The packages of docs/architecture.md's table, top to bottom, as package names (`cli/` ->
+    `ascend_eval.cli`, `mxrag.py` -> `ascend_eval.mxrag`, `models/` -> `ascend_eval.models`)."""
+    order: list[str] = []
+    for line in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines():
+        cells = line.split("|")
+        if len(cells) < 4 or "`" not in cells[2]:
+            continue
+        for name in cells[2].split("`")[1::2]:
+            if name.endswith("/") or name.endswith(".py"):
+                order.append("ascend_eval." + name.removesuffix("/").removesuffix(".py"))
+    return order
+
+
+def test_the_architecture_page_lists_every_package_in_import_order() -> None:
+    """docs/architecture.md says imports go one way down its table; this keeps that true."""
+    order = architecture_order()
+    rank = {name: i for i, name in enumerate(order)}
+
+    def rank_of(package: str) -> int | None:
+        top = package if not package.startswith(LOWER) else ".".join(package.split(".")[:2])
+        return rank.get(top)
+
+    folders = {
+        f"ascend_eval.{p.name}" for p in (ROOT / "ascend_eval").iterdir() if (p / "__init__.py").is_file()
+    }
+    assert folders <= set(order), (
+        f"packages missing from docs/architecture.md: {sorted(folders - set(order))}"
+    )
+    upwards = [
+        f"{a} -> {b}"
+        for a, targets in sorted(package_graph(import_graph()).items())
+        for b in sorted(targets)
+        if (ra := rank_of(a)) is not None and (rb := rank_of(b)) is not None and rb < ra
+    ]
+    assert not upwards, "imports up docs/architecture.md's table:\n" + "\n".join(upwards)
