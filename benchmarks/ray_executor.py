@@ -57,6 +57,7 @@ def run_evaluate(data: Path, metrics: list[str], cache: Path, out: Path, **execu
 
 
 def run_ray(data: Path, metrics: list[str], cache: Path, workers: int, batch_size: int) -> dict[str, Any]:
+    from ascend_eval.config import EvaluationConfig
     from ascend_eval.data import load_dataset
     from ascend_eval.executors import score_on_ray
 
@@ -68,7 +69,7 @@ def run_ray(data: Path, metrics: list[str], cache: Path, workers: int, batch_siz
         roles=dict(dataset.column_roles),
         count=len(dataset),
         metrics=metrics,
-        evaluate_kwargs={**models(), "cache_dir": cache},
+        config=EvaluationConfig.of(**models(), cache_dir=cache),
         num_workers=workers,
         batch_size=batch_size,
     )
