@@ -13,6 +13,7 @@ API they speak: the order of the requests and how the answers come back together
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, TypeVar
 
@@ -209,13 +210,13 @@ class EndpointEmbedder(EndpointModel):
             out[batch] = vectors
         return l2_normalise(out)
 
+    @abstractmethod
     def _body(self, inputs: list[str], kind: EmbedKind) -> dict[str, Any]:
         """The request body for these texts (already prefixed)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _parse(self, data: Any) -> NDArray[np.float32]:
         """The vectors of one response, one row per text sent; ValueError and the like on a bad shape."""
-        raise NotImplementedError
 
 
 class EndpointReranker(EndpointModel):
@@ -260,13 +261,13 @@ class EndpointReranker(EndpointModel):
             out[batch] = scores
         return out
 
+    @abstractmethod
     def _body(self, query: str, texts: list[str]) -> dict[str, Any]:
         """The request body that scores `texts` against `query`."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _parse(self, data: Any) -> list[float]:
         """The scores of one response, in the order the texts were sent."""
-        raise NotImplementedError
 
 
 def listed(data: dict[str, Any], key: str) -> list[Any]:

@@ -19,6 +19,7 @@ import os
 import random
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -224,12 +225,11 @@ class _Retryable(Exception):
 C = TypeVar("C", bound="Closing")
 
 
-class Closing:
-    """Something that holds connections: a `with` block closes it. The base of `EndpointClient` and of the
-    model clients that own one (`ascend_eval.models.endpoint_model`)."""
+class Closing(ABC):
+    """Holds connections, which a `with` block closes: `EndpointClient` and the clients that own one."""
 
-    def close(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def close(self) -> None: ...
 
     def __enter__(self: C) -> C:
         return self
