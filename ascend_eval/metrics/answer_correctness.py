@@ -168,7 +168,7 @@ class AnswerCorrectness(Metric):
 
         found: dict[str, list[str]] = {"response": [], "reference": []}
         for key, raw in zip(asked, results, strict=False):
-            parsed = read_statements(raw, ragas_compat=ctx.ragas_compat)
+            parsed = read_statements(raw, question=question, ragas_compat=ctx.ragas_compat)
             if isinstance(parsed, ParseFailure):
                 return MetricResult.nan(parsed.reason, raw=parsed.raw, step=f"{key} statements")
             found[key] = parsed

@@ -59,7 +59,7 @@ class ContextRecall(Metric):
                     ctx.block,
                 )
             ]
-            parsed = CONTEXT_ATTRIBUTION.parse(raw)
+            parsed = CONTEXT_ATTRIBUTION.parse(raw, question=question)
             if isinstance(parsed, ParseFailure):
                 return MetricResult.nan(parsed.reason, raw=parsed.raw)
             flags = [c.attributed for c in parsed.classifications]
@@ -75,7 +75,7 @@ class ContextRecall(Metric):
         [raw] = yield [
             STATEMENTS.request(StatementsInput(question=question, answer=reference), ctx.language, ctx.block)
         ]
-        statements = read_statements(raw, ragas_compat=ctx.ragas_compat)
+        statements = read_statements(raw, question=question, ragas_compat=ctx.ragas_compat)
         if isinstance(statements, ParseFailure):
             return MetricResult.nan(statements.reason, raw=statements.raw)
         if not statements:

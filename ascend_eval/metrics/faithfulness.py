@@ -86,7 +86,7 @@ class Faithfulness(Metric):
         [raw] = yield [
             STATEMENTS.request(StatementsInput(question=question, answer=response), ctx.language, ctx.block)
         ]
-        statements = read_statements(raw, ragas_compat=ctx.ragas_compat)
+        statements = read_statements(raw, question=question, ragas_compat=ctx.ragas_compat)
         if isinstance(statements, ParseFailure):
             return MetricResult.nan(statements.reason, raw=statements.raw)
         if not statements:

@@ -218,7 +218,7 @@ class NoiseSensitivity(Metric):
         ]
         lists: list[list[str]] = []
         for raw in raws:
-            parsed = read_statements(raw, ragas_compat=ctx.ragas_compat)
+            parsed = read_statements(raw, question=question, ragas_compat=ctx.ragas_compat)
             if isinstance(parsed, ParseFailure):
                 return MetricResult.nan(parsed.reason, raw=parsed.raw)
             lists.append(parsed)

@@ -38,7 +38,7 @@ from ascend_eval.models.base import (
 )
 from ascend_eval.models.errors import BACKEND_ERROR
 from ascend_eval.prompts.calibration import Method, calibration_inputs
-from ascend_eval.prompts.layout import PARTS, Part, SampleBlock, point, task_heading
+from ascend_eval.prompts.layout import PARTS, Part, SampleBlock, echoed, point, task_heading
 from ascend_eval.text.language import Language
 
 In = TypeVar("In", bound=BaseModel)
@@ -154,10 +154,28 @@ class PromptSpec(Generic[In, Out]):
     sample_first_parts: frozenset[Part] = PARTS
     """The sample's parts this prompt's input may point to sample first; an input that is only other
     parts keeps the task-first layout."""
+    writes_from: tuple[str, ...] = ()
+    """The input fields whose text the judge copies or rewrites into its answer (statements from an answer,
+    entities from a text, a question from a response). Such a prompt carries all of its input's texts in
+    its own request in every layout, never a pointer into the sample block: on long answers a judge asked
+    to rewrite "the answer in the sample above" wrote that pointer back as its statements, and a good answer
+    and its flawed twin scored alike (docs/metrics.md, "Prompt layout"). Its answer is also checked for
+    such echoes (`parse`)."""
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.writes_from if f not in self.input.model_fields]
+        if unknown:
+            raise ValueError(f"{self.tag}: writes_from names {unknown}, not fields of {self.input.__name__}")
 
     @property
     def tag(self) -> str:
         return f"{self.name}@{self.version}"
+
+    @property
+    def lays_out_sample_first(self) -> bool:
+        """Whether a run in the sample-first layout renders this prompt after the sample block: a prompt
+        that opted out (`sample_first`) or that writes from its input (`writes_from`) never is."""
+        return self.sample_first and not self.writes_from
 
     def json_schema(self) -> str:
         return GenerationParams.schema_text(self.output.model_json_schema())
@@ -169,7 +187,7 @@ class PromptSpec(Generic[In, Out]):
             parts.append(
                 f"{words['example']} {i}\n{words['input']}: {_dump(x)}\n{words['output']}: {_dump(y)}"
             )
-        data, shown = inputs.model_dump(mode="json"), block if self.sample_first else None
+        data, shown = inputs.model_dump(mode="json"), block if self.lays_out_sample_first else None
         laid = point(data, shown, language, self.sample_first_parts)
         return _laid_out(parts, laid, inputs, language)
 
@@ -199,10 +217,20 @@ class PromptSpec(Generic[In, Out]):
         except ValidationError:
             return failure
 
-    def parse(self, result: GenerateResult) -> Out | ParseFailure:
+    def parse(self, result: GenerateResult, *, question: str = "") -> Out | ParseFailure:
         """Read the judge's text as `Out`, tolerating code fences, prose around the JSON and full-width
         punctuation. Output cut at max_tokens is a failure, never parsed silently, unless it ends in a loop
-        (`LOOP_CHARS`): then it is read like a loop-stopped answer."""
+        (`LOOP_CHARS`): then it is read like a loop-stopped answer. A prompt that writes from its input
+        (`writes_from`) fails with an "echo: ..." reason when what it wrote repeats the layout's wording or
+        is the sample's `question` itself (`layout.echoed`): that is the prompt read back, not an answer,
+        and is never scored."""
+        parsed = self._parse(result)
+        if isinstance(parsed, ParseFailure) or not self.writes_from:
+            return parsed
+        why = echoed(written_texts(parsed), question)
+        return parsed if why is None else ParseFailure(result.text, f"echo: {why}")
+
+    def _parse(self, result: GenerateResult) -> Out | ParseFailure:
         if result.error is not None:
             return ParseFailure(result.text, f"{BACKEND_ERROR}: {result.error}")
         if result.finish_reason == "repetition":
@@ -258,6 +286,12 @@ class ClassifyPromptSpec(Generic[In]):
     @property
     def tag(self) -> str:
         return f"{self.name}@{self.version}"
+
+    @property
+    def lays_out_sample_first(self) -> bool:
+        """Whether a run in the sample-first layout renders this prompt after the sample block
+        (`PromptSpec.lays_out_sample_first`): unless it opted out (`sample_first`)."""
+        return self.sample_first
 
     def render(self, inputs: In, language: Language, block: SampleBlock | None = None) -> tuple[Message, ...]:
         words = _LABELS[language]
@@ -492,3 +526,26 @@ def _unique(items: list[object]) -> list[object]:
             seen.add(key)
             out.append(item)
     return out
+
+
+def written_texts(answer: BaseModel) -> list[str]:
+    """The texts a JSON answer wrote (every string in it, lists and nested objects included), less the
+    reasons it gives, which may quote anything: what an echo check reads.
+
+    >>> from ascend_eval.prompts.statements import Statements
+    >>> written_texts(Statements(statements=["A.", "B."]))
+    ['A.', 'B.']
+    """
+
+    def walk(value: object, key: str = "") -> Iterator[str]:
+        if isinstance(value, str):
+            if key != "reason":
+                yield value
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                yield from walk(v, str(k))
+        elif isinstance(value, list):
+            for item in value:
+                yield from walk(item, key)
+
+    return list(walk(answer.model_dump(mode="json")))

@@ -110,4 +110,5 @@ CONTEXT_ATTRIBUTION = PromptSpec(
     },
     # A reason per sentence of a long reference does not fit the default 512.
     max_tokens=1536,
+    writes_from=("answer",),  # it copies the answer's sentences (`PromptSpec.writes_from`)
 )

@@ -87,5 +87,5 @@ ENTITIES = PromptSpec(
         ],
     },
     max_tokens=1024,
-    sample_first=False,  # context_entity_recall lost a pair sample first (docs/metrics.md, "Prompt layout")
+    writes_from=("text",),  # its text always in the request (`PromptSpec.writes_from`)
 )

@@ -21,9 +21,15 @@ nothing that could sway it: a faithfulness verdict sees the question and the con
 answer (with every part in view, the Qwen2.5-Coder-1.5B judge got 4 of 10 WikiEval faithfulness pairs right
 instead of 9, as the reference leaked into verdicts about the contexts). The answer and the reference, being
 short, are computed once per view that shows them. Inputs that point to nothing (a list of statements judged
-against itself, texts from outside the sample) keep the task-first layout, and so does a prompt that must not
-see the rest of the sample: answer_relevancy writes a question from the answer alone, which the sample's own
-question in view would give away. A prompt family whose verdicts were measured worse sample first opts out
+against itself, texts from outside the sample) keep the task-first layout.
+
+A prompt that writes from a text (the statements of an answer, the entities of a text, the question a
+response answers: `PromptSpec.writes_from`) is never laid out sample first: its text is in its own request,
+in every layout. Pointed to "the answer in the sample above", Qwen2.5-Coder-1.5B wrote the pointers back as
+the statements of long answers (16 of 16 Chinese samples, 12 of 16 English ones), and a good answer and its
+flawed twin scored alike. What such a prompt writes is also checked for the layout's wording (`echoed`): an
+answer that reads the prompt back is NaN with an "echo: ..." reason, never a score. A prompt family whose
+verdicts were measured worse sample first opts out
 (`PromptSpec.sample_first=False`) and is task first in every layout; one that judges well only with its
 short inputs written out points to the contexts alone (`PromptSpec.sample_first_parts`, `CONTEXTS_ONLY`).
 
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -57,7 +64,8 @@ AUTO_LAYOUT: Layout = "sample_first"
 """What "auto" picks. Sample first passed the fidelity check on a real judge (`benchmarks/fidelity.py`,
 Qwen2.5-Coder-1.5B through a vLLM server, 2026-12-04: no metric lost a pair, 328 of 348 pairs right against
 326 task first) with the families that had lost a pair in it kept task first (`PromptSpec.sample_first`):
-context usefulness and the context entities; nv_response_groundedness's two ratings joined on 2026-12-06,
+context usefulness and the context entities (a writer since 2026-12-06: `PromptSpec.writes_from`);
+nv_response_groundedness's two ratings joined on 2026-12-06,
 pointing to the contexts only (38 of 38 pairs, as task first; docs/metrics.md, "Prompt layout"). The
 check ran in classify mode; generate mode and `ragas_compat` stay task first."""
 
@@ -281,6 +289,52 @@ def point(
             view.add(found[0])
             out[key] = found[1]
     return (block.render(language, frozenset(view)), out) if view else None
+
+
+def _layout_wording() -> re.Pattern[str]:
+    """What the layout writes around a sample's texts, in every language: its pointers ("the answer in
+    the sample above", "上方样本中的回答", "context 3 in the sample above") and the block's and task's
+    headings. None of it is ever the content of a sample."""
+    phrases = []
+    for words in _WORDS.values():
+        phrases += [re.escape(words["sample"]), re.escape(words["task"])]
+        pointers = [v for k, v in words.items() if k.startswith("to_")]
+        phrases += [re.escape(v).replace(re.escape("{k}"), r"\d+") for v in pointers]
+    return re.compile("|".join(sorted(phrases, key=len, reverse=True)), re.IGNORECASE)
+
+
+_LAYOUT_WORDING = _layout_wording()
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+def echoed(texts: Sequence[str], question: str = "") -> str | None:
+    """Why the texts a judge wrote (statements, entities, a question) are the prompt read back rather than
+    an answer, or None: one of them repeats the layout's wording (a pointer or a heading), or is the
+    sample's `question` itself (compared without case, spaces or punctuation). A judge asked to rewrite a
+    long answer that the prompt pointed to wrote the pointer back as its statements; such an answer is
+    unreadable, never a score.
+
+    >>> echoed(["The river is 300 km long.", "the answer in the sample above"])
+    "the judge wrote the prompt's own wording ('the answer in the sample above') instead of its answer"
+    >>> echoed(["上方样本中的问题", "上方样本中的回答"])
+    "the judge wrote the prompt's own wording ('上方样本中的问题') instead of its answer"
+    >>> echoed(["Who built it?"], question="who built it ?")
+    "the judge wrote the sample's question ('Who built it?') as its answer"
+    >>> echoed(["Paris is the capital of France."], question="What is the capital of France?") is None
+    True
+    """
+    asked = _NOT_WORD.sub("", question).casefold()
+    for text in texts:
+        found = _LAYOUT_WORDING.search(text)
+        if found:
+            return f"the judge wrote the prompt's own wording ({found.group(0)!r}) instead of its answer"
+        if asked and _NOT_WORD.sub("", text).casefold() == asked:
+            return f"the judge wrote the sample's question ({_short(text)!r}) as its answer"
+    return None
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def task_heading(language: Language) -> str:

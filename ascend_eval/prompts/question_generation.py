@@ -84,6 +84,7 @@ RESPONSE_QUESTION = PromptSpec(
         ],
     },
     max_tokens=256,
+    writes_from=("response",),  # the response always in the request (`PromptSpec.writes_from`)
 )
 
 

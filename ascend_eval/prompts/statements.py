@@ -31,9 +31,11 @@ def usable_statements(statements: Sequence[str], *, ragas_compat: bool) -> list[
     return list(statements) if ragas_compat else [s.strip() for s in statements if s.strip()]
 
 
-def read_statements(result: GenerateResult, *, ragas_compat: bool) -> list[str] | ParseFailure:
-    """The usable statements of a STATEMENTS answer (see `usable_statements`), or why it could not be read."""
-    parsed = STATEMENTS.parse(result)
+def read_statements(result: GenerateResult, *, question: str, ragas_compat: bool) -> list[str] | ParseFailure:
+    """The usable statements of a STATEMENTS answer (see `usable_statements`), or why it could not be read:
+    among the reasons, "echo: ..." when the judge wrote the prompt's wording or the sample's `question` as
+    statements (`PromptSpec.parse`)."""
+    parsed = STATEMENTS.parse(result, question=question)
     if isinstance(parsed, ParseFailure):
         return parsed
     return usable_statements(parsed.statements, ragas_compat=ragas_compat)
@@ -95,4 +97,5 @@ STATEMENTS = PromptSpec(
             )
         ],
     },
+    writes_from=("answer",),  # the answer always in the request (`PromptSpec.writes_from`)
 )

@@ -14,14 +14,17 @@ from ascend_eval.engine import Backends, Engine
 from ascend_eval.metrics import PlanContext, metric_names, resolve_metrics
 from ascend_eval.models.base import ClassifyRequest, GenerateRequest
 from ascend_eval.models.judge.replay import ReplayJudge
-from ascend_eval.prompts import PROMPTS, STATEMENT_SUPPORT, STATEMENTS, StatementsInput, SupportInput
+from ascend_eval.prompts import PROMPTS, STATEMENT_SUPPORT, SupportInput
 from ascend_eval.prompts.layout import PREAMBLE, SampleBlock, read_block, read_input
+from ascend_eval.prompts.nli_json import STATEMENT_VERDICTS, SupportListInput
 from benchmarks.datagen import generate
 from benchmarks.prefix_tokens import PrefixCache
 from tests.conftest import split_sentences
 
-TASK_FIRST_FAMILIES = ("context_useful", "entities")
+TASK_FIRST_FAMILIES = ("context_useful",)
 """The prompts that lost a fidelity pair sample first (docs/metrics.md, "Prompt layout")."""
+WRITER_FAMILIES = ("statements", "entities", "response_question")
+"""The prompts that write from a text, which they carry in every layout (`PromptSpec.writes_from`)."""
 CONTEXTS_ONLY_FAMILIES = ("nv_response_groundedness_judge1", "nv_response_groundedness_judge2")
 """The prompts that point to the contexts only, sample first, and keep the answer in their input."""
 
@@ -129,11 +132,11 @@ def test_every_request_that_reads_the_contexts_starts_with_the_same_block(row, l
     head = full.render(language, frozenset({"contexts"})).rstrip("\n")  # preamble, question, contexts
     assert head.startswith(PREAMBLE[language]) and all(c in head for c in row["retrieved_contexts"])
     own_question = [r for r in sent if r.tag.startswith("response_question")]
-    # the prompts measured worse sample first stay task first (PromptSpec.sample_first)
-    kept = [r for r in sent if not PROMPTS[r.tag].sample_first]
-    assert {r.tag.split("@")[0] for r in kept} == set(TASK_FIRST_FAMILIES)
+    # the prompts measured worse sample first, and those that write from a text, stay task first
+    kept = [r for r in sent if not PROMPTS[r.tag].lays_out_sample_first]
+    assert {r.tag.split("@")[0] for r in kept} == {*TASK_FIRST_FAMILIES, *WRITER_FAMILIES}
     assert not any(read_block(r.messages[-1].content) for r in kept)
-    others = [r for r in sent if not r.tag.startswith("response_question") and r not in kept]
+    others = [r for r in sent if r not in kept]
     assert own_question and len({r.tag.split("@")[0] for r in others}) >= 7
     readers = [r for r in others if _view(r.messages[-1].content, language).contexts]
     assert len({r.tag.split("@")[0] for r in readers}) >= 3
@@ -176,7 +179,7 @@ def test_a_block_shows_the_question_and_only_the_parts_its_task_points_to(row, l
     seen: dict[str, set[tuple[bool, bool, bool]]] = {}
     for request in _sent(row, ngram_embedder, language):
         content = request.messages[-1].content
-        if request.tag.startswith("response_question") or not PROMPTS[request.tag].sample_first:
+        if not PROMPTS[request.tag].lays_out_sample_first:
             assert read_block(content) is None
             continue
         view = _view(content, language)
@@ -220,12 +223,12 @@ def test_an_input_that_names_no_sample_text_keeps_the_task_first_layout():
 def test_classify_prompts_drop_their_examples_and_json_prompts_keep_them():
     block = SampleBlock.of(Sample(**EN))
     nli = STATEMENT_SUPPORT.render(SupportInput(context=EN["reference"], statement="s"), "en", block)
-    statements = STATEMENTS.render(
-        StatementsInput(question=EN["user_input"], answer=EN["response"]), "en", block
+    verdicts = STATEMENT_VERDICTS.render(
+        SupportListInput(context=EN["reference"], statements=["s"]), "en", block
     )
     assert "Example 1" not in nli[0].content
-    assert "Example 1" in statements[0].content
-    assert statements[0].content.index("### Sample") < statements[0].content.index("Example 1")
+    assert "Example 1" in verdicts[0].content
+    assert verdicts[0].content.index("### Sample") < verdicts[0].content.index("Example 1")
     assert (
         nli[0]
         .content.rstrip()
