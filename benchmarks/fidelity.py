@@ -2,8 +2,11 @@
 """Judge agreement on labelled pairs: does a metric score the better member of each pair strictly higher?
 
 Pairs come from WikiEval (the RAGAS paper's set; read from the path given, never copied here), from our
-first Chinese pairs (`benchmarks/data/fidelity_zh.jsonl`) and from the pairs written for the project in
-English and Chinese (`benchmarks/data/fidelity_pairs_{en,zh}.jsonl`, ten per property and language). Each
+first Chinese pairs (`benchmarks/data/fidelity_zh.jsonl`), from the pairs written for the project in
+English and Chinese (`benchmarks/data/fidelity_pairs_{en,zh}.jsonl`, ten per property and language) and from
+its long pairs (`benchmarks/data/fidelity_long_{en,zh}.jsonl`: answers of 170+ words or 330+ Chinese
+characters, five to eight contexts of 1,500+ tokens; six per property and language, no context_relevance
+pairs: WikiEval's hold that property). Each
 pair is two samples that differ in one property; the metrics that probe it run in classify mode on both
 members, and a pair counts as right only when the better member scores strictly better (higher, or lower
 for noise_sensitivity): a tie, or a NaN on either side, counts as wrong.
@@ -45,9 +48,11 @@ import ascend_eval
 from ascend_eval.prompts.layout import CONTEXTS_ONLY
 
 ZH_PAIRS = Path(__file__).parent / "data" / "fidelity_zh.jsonl"
-PROJECT_PAIRS = tuple(
-    Path(__file__).parent / "data" / f"fidelity_pairs_{lang}.jsonl" for lang in ("en", "zh")
-)
+DATA = Path(__file__).parent / "data"
+PROJECT_PAIRS = tuple(DATA / f"fidelity_pairs_{lang}.jsonl" for lang in ("en", "zh"))
+"""The short pairs written for the project (source "project-LANG")."""
+LONG_PAIRS = tuple(DATA / f"fidelity_long_{lang}.jsonl" for lang in ("en", "zh"))
+"""The long pairs written for the project (source "long-LANG")."""
 METRICS = {
     "faithfulness": ("faithfulness", "nv_response_groundedness"),
     "answer_relevance": ("answer_relevancy",),
@@ -57,7 +62,11 @@ METRICS = {
     "noise_sensitivity": ("noise_sensitivity",),
 }
 LOWER_IS_BETTER = frozenset({"noise_sensitivity"})
-SOURCES = ("wikieval", "zh", "project-en", "project-zh")
+SOURCES = ("wikieval", "zh", "project-en", "project-zh", "long-en", "long-zh")
+WRITTEN = ("statements", "response_statements", "reference_statements", "reference_entities",
+           "context_entities", "questions")  # fmt: skip
+"""The details under which a metric keeps what the judge wrote (its statements, entities, questions): what
+the fidelity gate reads for echoes of the prompt's wording (`benchmarks/fidelity_gate.py`)."""
 
 
 def _strip(text: str, prefix: str) -> str:
@@ -127,7 +136,7 @@ def project_pairs(path: Path) -> list[dict[str, Any]]:
             side: _sample(r["question"], r[side]["retrieved_contexts"], r[side]["response"], r["reference"])
             for side in ("better", "worse")
         }
-        source = f"project-{r['language']}"
+        source = f"{'long' if path.stem.startswith('fidelity_long') else 'project'}-{r['language']}"
         pairs.append({"source": source, "language": r["language"], "id": r["id"], "property": r["property"],
                       **members})  # fmt: skip
     return pairs
@@ -155,9 +164,12 @@ def _score_groups(
             started = time.perf_counter()
             scored = score(metrics, language, [p["better"] for p in subset] + [p["worse"] for p in subset])
             n = len(subset)
+            outputs = scored.pop(OUTPUTS, {})
             for metric in metrics:
                 for i, pair in enumerate(subset):
                     pair.setdefault("scores", {})[metric] = [scored[metric][i], scored[metric][n + i]]
+                    if metric in outputs:
+                        pair.setdefault("outputs", {})[metric] = [outputs[metric][i], outputs[metric][n + i]]
             took = time.perf_counter() - started
             print(f"{tool}{prop} / {language}: {n} pairs, {', '.join(metrics)} in {took:.0f} s", flush=True)
             # each group's scores in the log as they come, so a run stopped hours in keeps what it scored
@@ -192,10 +204,33 @@ def score_pairs(
         )  # fmt: skip
         # a metric with settings is a column such as "noise_sensitivity(mode=relevant)"
         columns = {m: next(c for c in result.metrics if c == m or c.startswith(f"{m}(")) for m in metrics}
-        return {m: result[column] for m, column in columns.items()}
+        scores: dict[str, Any] = {m: result[column] for m, column in columns.items()}
+        scores[OUTPUTS] = {m: [written(r) for r in result.results[column]] for m, column in columns.items()}
+        return scores
 
     with every_family_sample_first(switches) if switches else contextlib.nullcontext():
         return _score_groups(pairs, score, "", only)
+
+
+OUTPUTS = "__outputs__"
+"""The key under which our side's `score` also returns what the judge wrote for each sample (`written`)."""
+
+
+def written(result: Any) -> dict[str, Any]:
+    """What one metric result keeps of the judge's own writing: the NaN reason, the raw text of a failure,
+    and every text under `WRITTEN` in its details.
+
+    >>> from ascend_eval.metrics.base import MetricResult
+    >>> written(MetricResult(0.5, details={"statements": ["A."], "p_supported": [0.5]}))
+    {'reason': None, 'texts': ['A.']}
+    >>> written(MetricResult.nan("echo: x", raw='{"statements": ["y"]}'))
+    {'reason': 'echo: x', 'texts': ['{"statements": ["y"]}']}
+    """
+    details = result.details or {}
+    texts = [t for key in WRITTEN for t in details.get(key) or () if isinstance(t, str)]
+    if isinstance(details.get("raw"), str):
+        texts.append(details["raw"])
+    return {"reason": result.reason, "texts": texts}
 
 
 ALL_SAMPLE_FIRST = "sample_first_all"
@@ -288,6 +323,7 @@ def variant_accuracy(
         rows += [{"variant": variant, **r} for r in accuracy(pairs)]
         for p in pairs:
             p.setdefault("variants", {})[variant] = p.pop("scores", {})
+            p.setdefault("outputs_by_variant", {})[variant] = p.pop("outputs", {})
     return rows, {v: [r for r in rows if r["variant"] == v] for v in variants}
 
 
@@ -378,8 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zh", type=Path, default=ZH_PAIRS, help="our Chinese pairs (JSON lines)")
     parser.add_argument("--no-zh", action="store_true", help="leave out the first Chinese pairs")
     parser.add_argument(
-        "--pairs", type=Path, nargs="*", default=list(PROJECT_PAIRS),
-        help="the project's pair files (default: English and Chinese); none with an empty list",
+        "--pairs", type=Path, nargs="*", default=[*PROJECT_PAIRS, *LONG_PAIRS],
+        help="the project's pair files (default: short and long, both languages); none with an empty list",
     )  # fmt: skip
     parser.add_argument("--properties", nargs="+", default=list(METRICS), choices=list(METRICS))
     parser.add_argument(

@@ -85,14 +85,16 @@ def test_the_layout_experiment_switches_the_opted_out_families_and_puts_them_bac
     x = UsefulnessInput(question=block.question, context=contexts[1], answer=block.answer)
     task_first = CONTEXT_USEFUL.render(x, "en", block)[0].content
     with every_family_sample_first(experiment_switches("sample_first_all+contexts")) as tags:
-        assert {"context_useful@1", "entities@1"} <= set(tags)
+        assert "context_useful@1" in tags
         switched = CONTEXT_USEFUL.render(x, "en", block)[0].content
-        assert ENTITIES.sample_first and ENTITIES.sample_first_parts == {"contexts"}
+        assert CONTEXT_USEFUL.sample_first and CONTEXT_USEFUL.sample_first_parts == {"contexts"}
+        # a prompt that writes from its text is task first whatever the experiment switches
+        assert not ENTITIES.lays_out_sample_first and "entities@1" not in tags
     assert switched.startswith(block.render("en", frozenset({"contexts"})))
     assert '"context": "context 2 in the sample above"' in switched and '"answer": "Eiffel' in switched
     assert not task_first.startswith(block.render("en", frozenset({"contexts"})))
     assert CONTEXT_USEFUL.render(x, "en", block)[0].content == task_first
-    assert not ENTITIES.sample_first and ENTITIES.sample_first_parts == PARTS
+    assert not CONTEXT_USEFUL.sample_first and CONTEXT_USEFUL.sample_first_parts == PARTS
     with pytest.raises(SystemExit, match="unknown option"):
         experiment_switches("sample_first_all+everything")
 
