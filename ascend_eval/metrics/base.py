@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from ascend_eval.data import Column, Sample
 from ascend_eval.models.base import Request
+from ascend_eval.prompts.base import MAX_WRITTEN_ITEMS, Written
 from ascend_eval.prompts.calibration import Method
 from ascend_eval.prompts.layout import SampleBlock
 from ascend_eval.text.language import Language
@@ -34,6 +35,12 @@ class MetricResult:
     score: float
     reason: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        cut = {k: v.given for k, v in self.details.items() if isinstance(v, Written) and v.cut}
+        if cut and "items_cut" not in self.details:
+            said = ", ".join(f"{key}: {given:,} written" for key, given in cut.items())
+            self.details["items_cut"] = f"{said}; the first {MAX_WRITTEN_ITEMS} of each were judged"
 
     @classmethod
     def nan(cls, reason: str, **details: Any) -> MetricResult:

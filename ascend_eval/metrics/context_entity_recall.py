@@ -10,7 +10,7 @@ from ascend_eval.data import Column, Sample
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext, RoleName
 from ascend_eval.models.base import GenerateResult
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.prompts.base import ParseFailure
+from ascend_eval.prompts.base import ParseFailure, first_items
 from ascend_eval.prompts.entities import ENTITIES, EntitiesInput
 from ascend_eval.text.entities import entity_key, extract_entities
 
@@ -111,7 +111,7 @@ class ContextEntityRecall(Metric):
                     return MetricResult.nan(parsed.reason, raw=parsed.raw)
                 # RAGAS compares the strings exactly as the judge wrote them.
                 entities = parsed.entities if ctx.ragas_compat else [e.strip() for e in parsed.entities]
-                by_text[text] = entities if ctx.ragas_compat else [e for e in entities if e]
+                by_text[text] = first_items(entities if ctx.ragas_compat else [e for e in entities if e])
             lists = [by_text.get(t, []) for t in texts]
         reference_entities, context_entities = lists
         details = {"reference_entities": reference_entities, "context_entities": context_entities}

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from ascend_eval.data import Column, Sample
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
 from ascend_eval.metrics.faithfulness import supported_share
-from ascend_eval.prompts.base import ParseFailure
+from ascend_eval.prompts.base import ParseFailure, Written, first_items
 from ascend_eval.prompts.context_recall import CONTEXT_ATTRIBUTION, AttributionInput
 from ascend_eval.prompts.statements import STATEMENTS, StatementsInput, read_statements
 
@@ -62,11 +62,12 @@ class ContextRecall(Metric):
             parsed = CONTEXT_ATTRIBUTION.parse(raw, question=question)
             if isinstance(parsed, ParseFailure):
                 return MetricResult.nan(parsed.reason, raw=parsed.raw)
-            flags = [c.attributed for c in parsed.classifications]
+            sentences = first_items(parsed.classifications)
+            flags = [c.attributed for c in sentences]
             details = {
-                "statements": [c.statement for c in parsed.classifications],
+                "statements": Written([c.statement for c in sentences], given=sentences.given),
                 "attributed": flags,
-                "reasons": [c.reason for c in parsed.classifications],
+                "reasons": [c.reason for c in sentences],
             }
             if not flags:
                 return MetricResult.nan("no_classifications", raw=raw.text)

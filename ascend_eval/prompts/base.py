@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -53,6 +53,37 @@ that looped until its cap): it is read as a loop-stopped answer, not as a trunca
 VERDICT_THRESHOLD = 0.5
 """A yes/no verdict holds when p(positive label) is above this, strictly: a judge torn 50/50 does not count
 as agreeing. RAGAS's hard 0/1 verdicts are the probabilities 0 and 1, so they read the same either side."""
+
+
+MAX_WRITTEN_ITEMS = 128
+"""The most items of one writer's answer that a metric reads (statements of an answer or reference, entities
+of a text, generate mode's attributed sentences): each becomes at least one request, so a judge that floods
+(100,000 statements for one sample became 65,000 verdict requests) is read for its first ones only, and the
+sample's details say so ("items_cut"). Well above what a real answer gives: the long fidelity pairs' answers
+of 170-300 words give 10-30 statements."""
+
+
+class Written(list):  # type: ignore[type-arg]
+    """The items a metric reads of a writer's answer (`first_items`): the first `MAX_WRITTEN_ITEMS`, with how
+    many the judge wrote (`given`). A `MetricResult` whose details hold one that was cut says so."""
+
+    def __init__(self, items: Sequence[Any], given: int | None = None) -> None:
+        super().__init__(items)
+        self.given = len(self) if given is None else given
+
+    @property
+    def cut(self) -> bool:
+        return self.given > len(self)
+
+
+def first_items(items: Sequence[Any], limit: int = MAX_WRITTEN_ITEMS) -> Written:
+    """`items` up to `limit`, remembering how many there were.
+
+    >>> kept = first_items(["a", "b", "c"], limit=2)
+    >>> kept, kept.given, kept.cut
+    (['a', 'b'], 3, True)
+    """
+    return Written(list(items[:limit]), given=len(items))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from ascend_eval.models.base import GenerateResult
-from ascend_eval.prompts.base import ParseFailure, PromptSpec
+from ascend_eval.prompts.base import ParseFailure, PromptSpec, first_items
 
 MAX_STATEMENTS = 32
 """An upper bound for constrained decoding (`maxItems` in the schema): it keeps a confused judge from
@@ -32,13 +32,13 @@ def usable_statements(statements: Sequence[str], *, ragas_compat: bool) -> list[
 
 
 def read_statements(result: GenerateResult, *, question: str, ragas_compat: bool) -> list[str] | ParseFailure:
-    """The usable statements of a STATEMENTS answer (see `usable_statements`), or why it could not be read:
-    among the reasons, "echo: ..." when the judge wrote the prompt's wording or the sample's `question` as
-    statements (`PromptSpec.parse`)."""
+    """The usable statements of a STATEMENTS answer (see `usable_statements`), the first `MAX_WRITTEN_ITEMS`
+    of them (a `Written` list), or why it could not be read: among the reasons, "echo: ..." when the judge
+    wrote the prompt's wording or the sample's `question` as statements (`PromptSpec.parse`)."""
     parsed = STATEMENTS.parse(result, question=question)
     if isinstance(parsed, ParseFailure):
         return parsed
-    return usable_statements(parsed.statements, ragas_compat=ragas_compat)
+    return first_items(usable_statements(parsed.statements, ragas_compat=ragas_compat))
 
 
 class StatementsInput(BaseModel):
