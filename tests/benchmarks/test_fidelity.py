@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.fidelity import (
+    LONG_PAIRS,
     METRICS,
     PROJECT_PAIRS,
     ZH_PAIRS,
@@ -61,6 +62,35 @@ def test_the_projects_pairs_cover_every_property_ten_times_and_differ_only_where
         else:
             assert better["response"] == worse["response"], p["id"]
             assert better["retrieved_contexts"] != worse["retrieved_contexts"], p["id"]
+
+
+def _size(text: str, language: str) -> int:
+    """Words of an English text, CJK characters of a Chinese one."""
+    return len(text.split()) if language == "en" else sum("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+@pytest.mark.parametrize("path", LONG_PAIRS, ids=lambda p: p.name)
+def test_the_long_pairs_are_long_and_differ_only_where_they_should(path):
+    """Six per property and language (context_relevance is WikiEval's), answers of 170+ words or 330+
+    Chinese characters, five to eight contexts of 1,250+ words or 2,300+ characters (1,787-2,339 Qwen2.5
+    tokens per member, counted when they were written)."""
+    pairs = project_pairs(path)
+    language = path.stem.rsplit("_", 1)[-1]
+    assert len(pairs) == 30 and {p["language"] for p in pairs} == {language}
+    assert len({p["id"] for p in pairs} | {p["source"] for p in pairs}) == 31  # ids unique, one source
+    assert {p["source"] for p in pairs} == {f"long-{language}"}
+    for prop in set(METRICS) - {"context_relevance"}:
+        assert sum(p["property"] == prop for p in pairs) == 6, prop
+    answer, contexts = (170, 1250) if language == "en" else (330, 2300)
+    for p in pairs:
+        for member in (p["better"], p["worse"]):
+            assert _size(member["response"], language) >= answer, p["id"]
+            assert 5 <= len(member["retrieved_contexts"]) <= 8, p["id"]
+            assert sum(_size(c, language) for c in member["retrieved_contexts"]) >= contexts, p["id"]
+        better, worse = p["better"], p["worse"]
+        same_contexts = p["property"] != "context_recall"
+        assert (better["retrieved_contexts"] == worse["retrieved_contexts"]) == same_contexts, p["id"]
+        assert (better["response"] == worse["response"]) != same_contexts, p["id"]
 
 
 def test_rule_judge_scores_the_projects_pairs_end_to_end(rule_judge, ngram_embedder):

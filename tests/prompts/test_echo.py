@@ -1,0 +1,192 @@
+"""Prompts that write from a text carry it in every layout, and an answer that reads the prompt back is NaN.
+
+On long answers, with the sample-first layout pointing the statements prompt to "the answer in the sample
+above", a real judge (Qwen2.5-Coder-1.5B) wrote the pointers back as its statements:
+`["上方样本中的问题", "上方样本中的回答"]` in 16 of 16 Chinese samples, and a good answer and its flawed twin
+scored alike. The outputs below are those recorded ones; the samples are the project's long fidelity pairs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import ascend_eval
+from ascend_eval.data import Sample
+from ascend_eval.engine import Backends, Engine
+from ascend_eval.metrics import PlanContext, metric_names, resolve_metrics
+from ascend_eval.models.base import ClassifyRequest, GenerateRequest
+from ascend_eval.models.judge.replay import ReplayJudge
+from ascend_eval.prompts import PROMPTS, PromptSpec
+from ascend_eval.prompts.layout import SampleBlock, echoed
+from tests.conftest import sample_input, split_sentences
+
+LONG_PAIRS = Path(__file__).parents[2] / "benchmarks" / "data"
+
+RECORDED_ECHOES = {
+    "zh": ["上方样本中的问题", "上方样本中的回答"],
+    "en": ["the question in the sample above", "the answer in the sample above"],
+}
+"""What the judge wrote as the statements of long answers pointed to sample first (the issue's record)."""
+RECORDED_REFERENCE_ECHO = ["The reference answer in the sample above states the facts of the question."]
+
+
+def long_sample(language: str, prop: str = "faithfulness") -> dict:
+    """The better member of the first long pair of `prop` in `language`, as evaluate's columns."""
+    for line in (LONG_PAIRS / f"fidelity_long_{language}.jsonl").read_text(encoding="utf-8").splitlines():
+        pair = json.loads(line)
+        if pair["property"] == prop:
+            return {
+                "user_input": pair["question"],
+                "retrieved_contexts": pair["better"]["retrieved_contexts"],
+                "response": pair["better"]["response"],
+                "reference": pair["reference"],
+            }
+    raise LookupError(f"no {prop} pair in {language}")
+
+
+WRITERS = [spec for spec in PROMPTS.values() if isinstance(spec, PromptSpec) and spec.writes_from]
+
+
+def test_the_writers_are_the_prompts_that_copy_or_rewrite_a_text():
+    assert {spec.name for spec in WRITERS} == {"statements", "entities", "response_question",
+                                               "context_attribution"}  # fmt: skip
+
+
+def _inputs(spec: PromptSpec, row: dict) -> object:
+    """The spec's input filled from a sample: each field from the sample text that metrics give it."""
+    sample = Sample(**row)
+    by_field = {"question": sample.user_input, "answer": sample.response, "response": sample.response,
+                "text": sample.reference, "context": sample.joined_contexts}  # fmt: skip
+    return spec.input(**{name: by_field[name] for name in spec.input.model_fields})
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("spec", WRITERS, ids=lambda s: s.name)
+def test_a_prompt_that_writes_from_a_text_carries_it_in_every_layout(spec, language):
+    row = long_sample(language)
+    block = SampleBlock.of(Sample(**row))
+    assert block.pays_off  # long enough that the run lays its other prompts out sample first
+    inputs = _inputs(spec, row)
+    for shown in (None, block):
+        [message] = spec.render(inputs, language, shown)
+        assert message.content.startswith(spec.instruction[language])
+        assert echoed([message.content]) is None  # no pointer, no block heading anywhere in the request
+        for name in spec.writes_from:
+            text = getattr(inputs, name)
+            assert json.dumps(text, ensure_ascii=False)[1:-1] in message.content
+
+
+class Recorder:
+    """A rule judge that keeps every request."""
+
+    def __init__(self) -> None:
+        self.sent: list[GenerateRequest | ClassifyRequest] = []
+
+    def generate(self, request: GenerateRequest) -> str:
+        self.sent.append(request)
+        data = sample_input(request)
+        name = request.tag.split("@")[0]
+        if name == "statements":
+            return json.dumps({"statements": split_sentences(data["answer"])}, ensure_ascii=False)
+        if name == "entities":
+            return json.dumps({"entities": data["text"].split()[:3]}, ensure_ascii=False)
+        return json.dumps({"question": data["response"][:30], "noncommittal": 0}, ensure_ascii=False)
+
+    def classify(self, request: ClassifyRequest) -> list[float]:
+        self.sent.append(request)
+        return [0.3] * (len(request.labels) - 1) + [0.7]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_writing_request_of_the_twelve_metrics_holds_its_text_on_a_long_sample(
+    language, ngram_embedder
+):
+    row = long_sample(language)
+    recorder = Recorder()
+    judge = ReplayJudge(recorder.generate, recorder.classify, model_id="echo-rules")
+    sample = Sample(**row)
+    ctx = PlanContext(language, block=SampleBlock.of(sample))  # type: ignore[arg-type]
+    Engine(Backends(judge=judge, embedder=ngram_embedder)).run(
+        {m.name: m.plan(sample, ctx) for m in resolve_metrics(metric_names())}
+    )
+    written = [r for r in recorder.sent if r.tag.split("@")[0] in {s.name for s in WRITERS}]
+    assert {r.tag.split("@")[0] for r in written} == {"statements", "entities", "response_question"}
+    for request in written:
+        content = request.messages[-1].content
+        assert echoed([content]) is None, request.tag
+    statements = [r.messages[-1].content for r in written if r.tag.startswith("statements")]
+    for text in (row["response"], row["reference"]):  # faithfulness's answer, context_recall's reference
+        assert any(json.dumps(text, ensure_ascii=False)[1:-1] in c for c in statements)
+
+
+def _echo_judge(statements: list[str], entities: list[str] | None = None) -> ReplayJudge:
+    def generate(request: GenerateRequest) -> str:
+        if request.tag.startswith("entities"):
+            return json.dumps({"entities": entities or ["Lake Varn"]}, ensure_ascii=False)
+        if request.tag.startswith("response_question"):
+            return json.dumps({"question": "What happened?", "noncommittal": 0})
+        return json.dumps({"statements": statements}, ensure_ascii=False)
+
+    return ReplayJudge(generate, lambda request: [0.1, 0.9], model_id=f"echo:{statements}:{entities}")
+
+
+STATEMENT_METRICS = ["faithfulness", "answer_correctness", "context_recall", "noise_sensitivity"]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_statements_that_read_the_layout_back_are_nan_with_the_reason(language, ngram_embedder, tmp_path):
+    row = long_sample(language)
+    result = ascend_eval.evaluate(
+        [row], STATEMENT_METRICS, judge=_echo_judge(RECORDED_ECHOES[language]), embedder=ngram_embedder,
+        language=language, cache_dir=tmp_path, progress=False,
+    )  # fmt: skip
+    for column in result.metrics:
+        assert math.isnan(result[column][0]), column
+        [reason] = result.nan_reasons(column)
+        assert reason.startswith("echo: the judge wrote the prompt's own wording"), (column, reason)
+        assert RECORDED_ECHOES[language][0] in reason
+
+
+def test_a_pointer_to_the_reference_written_as_a_statement_is_an_echo(ngram_embedder, tmp_path):
+    result = ascend_eval.evaluate(
+        [long_sample("en", "context_recall")], ["context_recall"], judge=_echo_judge(RECORDED_REFERENCE_ECHO),
+        embedder=ngram_embedder, language="en", cache_dir=tmp_path, progress=False,
+    )  # fmt: skip
+    assert math.isnan(result["context_recall"][0])
+    assert next(iter(result.nan_reasons("context_recall"))).startswith("echo:")
+
+
+def test_the_question_written_back_as_the_statements_is_an_echo(ngram_embedder, tmp_path):
+    row = long_sample("zh")
+    result = ascend_eval.evaluate(
+        [row], ["faithfulness"], judge=_echo_judge([row["user_input"]]), embedder=ngram_embedder,
+        language="zh", cache_dir=tmp_path, progress=False,
+    )  # fmt: skip
+    [reason] = result.nan_reasons("faithfulness")
+    assert reason.startswith("echo: the judge wrote the sample's question")
+
+
+def test_entities_that_read_the_layout_back_are_nan(ngram_embedder, tmp_path):
+    result = ascend_eval.evaluate(
+        [long_sample("en", "context_recall")], ["context_entity_recall"],
+        judge=_echo_judge(["x"], entities=["context 2 in the sample above", "Lake Varn"]),
+        embedder=ngram_embedder, language="en", cache_dir=tmp_path, progress=False,
+    )  # fmt: skip
+    assert math.isnan(result["context_entity_recall"][0])
+    assert next(iter(result.nan_reasons("context_entity_recall"))).startswith("echo:")
+
+
+def test_real_statements_of_a_long_answer_are_scored(ngram_embedder, tmp_path):
+    """The guard reads only the layout's own wording: sentences of a real answer pass it."""
+    row = long_sample("en")
+    statements = split_sentences(row["response"])
+    assert echoed(statements, row["user_input"]) is None
+    result = ascend_eval.evaluate(
+        [row], ["faithfulness"], judge=_echo_judge(statements), embedder=ngram_embedder, language="en",
+        cache_dir=tmp_path, progress=False, calibration="off",
+    )  # fmt: skip
+    assert result["faithfulness"][0] == pytest.approx(0.9)
