@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from ascend_eval.models.checks import private_file
+from ascend_eval.models.checks import PARALLELISM, private_file
 from ascend_eval.models.congestion import CongestionGate, retry_after_seconds
 from ascend_eval.models.errors import BackendError, ConfigError
 from ascend_eval.models.scrub import Scrubber, clip_excerpt
@@ -67,8 +67,8 @@ class EndpointConfig:
     max_retries: int = 3
     """Further attempts after the first, for connection errors, timeouts, 408, 409, 429 and 5xx."""
     parallelism: int = 8
-    """Requests in flight at once, at most: fewer while the server answers 429 or 503, times out, or takes
-    more than half of `request_timeout` to answer (see `congestion.CongestionGate`)."""
+    """Requests in flight at once, 1 to 1,024 (`checks.PARALLELISM`); fewer while the server answers 429 or
+    503, times out, or takes over half of `request_timeout` to answer (see `congestion.CongestionGate`)."""
     backoff_base: float = 0.5
     """Seconds before the first retry; doubled for each later one, with random jitter."""
     backoff_max: float = 20.0
@@ -94,8 +94,7 @@ class EndpointConfig:
             raise ConfigError(f"request_timeout must be > 0 seconds, got {self.request_timeout}.")
         if self.max_retries < 0:
             raise ConfigError(f"max_retries must be >= 0, got {self.max_retries}.")
-        if self.parallelism < 1:
-            raise ConfigError(f"parallelism must be >= 1, got {self.parallelism}.")
+        PARALLELISM.check("EndpointConfig.parallelism", self.parallelism)
         if self.backoff_base < 0 or self.backoff_max < self.backoff_base:
             raise ConfigError(
                 "Need 0 <= backoff_base <= backoff_max, got "

@@ -1,0 +1,248 @@
+"""Issue 48, "bounds on everything a caller or a judge controls", item 1 (item 10, the cache
+upgrade, is in test_cache_corruption.py).
+
+1. A count setting had no upper bound: `parallelism: 1e9` in a v2 job, `judge_max_workers: 1e12` in a v1
+   one, `ModelSpec(parallelism=...)`, `chunk_size`, batch sizes, Ray's `num_workers` or the server's
+   `--concurrency` were accepted, and a run started threads until the host could start no more. Each is
+   now bounded (`ascend_eval.models.checks`): over it is a ConfigError naming the setting, the bound and
+   the fix, and the service answers 422 before it writes anything.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import ascend_eval
+from ascend_eval.cli.main import main
+from ascend_eval.config import EvaluationConfig
+from ascend_eval.jobs.spec import load_spec
+from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.http import EndpointConfig
+from ascend_eval.models.spec import ModelSpec
+from tests.jobs.conftest import inline_spec_for
+from tests.models.loopback_server import LoopbackServer
+from tests.serve.conftest import Server
+
+ROOT = Path(__file__).resolve().parents[2]
+URL = "http://127.0.0.1:9/v1"  # never called: everything below is refused before a request
+ROW = {
+    "question": ["What colour is the sky?"],
+    "contexts": [["The sky is blue."]],
+    "answer": ["The sky is blue."],
+}
+
+# --- 1. count settings ---------------------------------------------------------------------------------
+
+
+def _checkpoint(tmp_path: Path) -> Path:
+    folder = tmp_path / "model"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text("{}")
+    return folder
+
+
+def _job(**judge: Any) -> dict[str, Any]:
+    spec = inline_spec_for(URL, secret=None)
+    spec["metric_params"]["judge_llm"].update(judge)
+    return spec
+
+
+def _build(setting: str, value: int, tmp_path: Path) -> Any:
+    """Build what `setting` is a setting of, with `value`."""
+    from ascend_eval.models.embedder.openai import OpenAIEmbedder
+    from ascend_eval.models.embedder.sentence_transformers import TorchEmbedderConfig
+    from ascend_eval.models.judge.torch.config import TorchJudgeConfig
+    from ascend_eval.models.reranker.cross_encoder import TorchRerankerConfig
+    from ascend_eval.models.vllm_runtime import VllmEngineConfig
+    from ascend_eval.ragas import RunConfig
+    from ascend_eval.ragas import evaluate as ragas_evaluate
+    from ascend_eval.ragas.models import with_run_config
+
+    def served(concurrency: int) -> Any:
+        pytest.importorskip("fastapi", reason="ascend-eval serve needs the serve extra")
+        from ascend_eval.serve.service import Settings
+
+        return Settings(jobs_dir=tmp_path, token="t", concurrency=concurrency)
+
+    builders = {
+        "ModelSpec.parallelism": lambda: ModelSpec(model=URL, parallelism=value),
+        "ModelSpec.parallelism as a float": lambda: ModelSpec(model=URL, parallelism=float(value)),
+        "ModelSpec.batch_size": lambda: ModelSpec(model="/models/e5", batch_size=value),
+        "ModelSpec.tensor_parallel_size": lambda: ModelSpec(
+            model="/models/qwen", backend="vllm", tensor_parallel_size=value
+        ),
+        "EndpointConfig.parallelism": lambda: EndpointConfig(url=URL, model="m", parallelism=value),
+        "chunk_size": lambda: EvaluationConfig.of(chunk_size=value),
+        "num_workers": lambda: EvaluationConfig.of(num_workers=value),
+        "TorchJudgeConfig.max_batch_size": lambda: TorchJudgeConfig(
+            model=_checkpoint(tmp_path), max_batch_size=value
+        ),
+        "TorchEmbedderConfig.batch_size": lambda: TorchEmbedderConfig(model="/models/e5", batch_size=value),
+        "TorchRerankerConfig.batch_size": lambda: TorchRerankerConfig(model="/models/ce", batch_size=value),
+        "VllmEngineConfig.tensor_parallel_size": lambda: VllmEngineConfig(
+            model="/models/qwen", tensor_parallel_size=value
+        ),
+        "OpenAIEmbedder batch_size": lambda: OpenAIEmbedder(
+            EndpointConfig(url=URL, model="m"), batch_size=value
+        ).close(),
+        "job judge_llm.parallelism": lambda: load_spec(_job(parallelism=value)),
+        "job executor.num_workers": lambda: load_spec({**_job(), "executor": {"num_workers": value}}),
+        "RAGAS RunConfig.max_workers": lambda: with_run_config(
+            ModelSpec(model=URL), RunConfig(max_workers=value)
+        ),
+        "RAGAS evaluate batch_size": lambda: ragas_evaluate({}, batch_size=value),
+        "serve --concurrency": lambda: served(value),
+    }
+    return builders[setting]()
+
+
+BOUNDED = {
+    # setting: (its bound, what the message calls it)
+    "ModelSpec.parallelism": (1024, "ModelSpec.parallelism"),
+    "ModelSpec.parallelism as a float": (1024, "ModelSpec.parallelism"),
+    "ModelSpec.batch_size": (4096, "ModelSpec.batch_size"),
+    "ModelSpec.tensor_parallel_size": (64, "ModelSpec.tensor_parallel_size"),
+    "EndpointConfig.parallelism": (1024, "EndpointConfig.parallelism"),
+    "chunk_size": (65536, "chunk_size"),
+    "num_workers": (1024, "num_workers"),
+    "TorchJudgeConfig.max_batch_size": (4096, "TorchJudgeConfig.max_batch_size"),
+    "TorchEmbedderConfig.batch_size": (4096, "batch_size"),
+    "TorchRerankerConfig.batch_size": (4096, "batch_size"),
+    "VllmEngineConfig.tensor_parallel_size": (64, "VllmEngineConfig.tensor_parallel_size"),
+    "OpenAIEmbedder batch_size": (4096, "batch_size"),
+    "job judge_llm.parallelism": (1024, "judge_llm.parallelism"),
+    "job executor.num_workers": (1024, "executor.num_workers"),
+    "RAGAS RunConfig.max_workers": (1024, "ModelSpec.parallelism"),
+    "RAGAS evaluate batch_size": (65536, "batch_size"),
+    "serve --concurrency": (64, "--concurrency"),
+}
+
+
+@pytest.mark.parametrize("setting", list(BOUNDED))
+def test_a_count_setting_over_its_bound_is_a_config_error_naming_it(setting, tmp_path):
+    bound, name = BOUNDED[setting]
+    for value in (bound + 1, 10**9):
+        with pytest.raises(ConfigError) as caught:
+            _build(setting, value, tmp_path)
+        message = " ".join(str(caught.value).split())
+        assert name in message, message  # the setting,
+        assert f"{bound:,}" in message, message  # its bound,
+        assert f"{value}" in message or f"{value:,}" in message, message  # what was given
+        assert f"Lower it to {bound:,} or less" in message, message  # and the fix
+
+
+@pytest.mark.parametrize("setting", [s for s in BOUNDED if not s.startswith("RAGAS evaluate")])
+def test_a_count_setting_at_its_bound_is_accepted(setting, tmp_path):
+    _build(setting, BOUNDED[setting][0], tmp_path)
+
+
+def test_the_command_line_refuses_a_huge_parallelism_before_any_request(tmp_path, capsys):
+    with LoopbackServer() as server:
+        code = main(
+            [
+                "evaluate",
+                _rows_file(tmp_path),
+                "--metrics",
+                "faithfulness",
+                "--judge",
+                server.url + "/v1",
+                "--judge-set",
+                "parallelism=1000000000",
+                "--no-cache",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        assert code == 2 and server.requests == []
+    err = capsys.readouterr().err
+    assert "parallelism=1000000000 is over its bound of 1,024" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_evaluate_refuses_a_huge_chunk_size_before_the_judge_is_asked(tmp_path):
+    with LoopbackServer() as server, pytest.raises(ConfigError, match="chunk_size=1000000000000 is over"):
+        ascend_eval.evaluate(ROW, ["faithfulness"], judge=server.url + "/v1", chunk_size=10**12)
+    assert server.requests == []
+
+
+def _rows_file(tmp_path: Path) -> str:
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(ROW))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def rest(tmp_path_factory: pytest.TempPathFactory):
+    pytest.importorskip("fastapi", reason="ascend-eval serve needs the serve extra")
+    pytest.importorskip("uvicorn", reason="ascend-eval serve needs the serve extra")
+    server = Server(tmp_path_factory.mktemp("bounds")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _v1(**params: Any) -> dict[str, Any]:
+    config = {
+        "type": "rag",
+        "tasks": {
+            "t": {
+                "type": "ragas",
+                "metrics": {"f": {"type": "faithfulness"}},
+                "params": {"judge_llm": {"api_endpoint": {"url": URL, "model_id": "judge"}}, **params},
+            }
+        },
+    }
+    rows = [{"question": "q?", "contexts": ["c."], "answer": "a."}]
+    return {"config": config, "target": {"type": "rows", "rows": rows}}
+
+
+PARAMS = ["config", "tasks", "t", "params"]
+# (route, body as JSON text, so that 1e9 stays a JSON number with an exponent, where the 422 must be)
+HUGE_BODIES = {
+    "v1 judge_max_workers": (
+        "/v1/evaluation/jobs",
+        json.dumps(_v1(judge_max_workers=0)).replace('"judge_max_workers": 0', '"judge_max_workers": 1e12'),
+        [*PARAMS, "judge_max_workers"],
+    ),
+    "v2 judge_max_workers": (
+        "/v2/evaluation/jobs",
+        json.dumps({"spec": _v1(judge_max_workers=0)}).replace(
+            '"judge_max_workers": 0', '"judge_max_workers": 1e12'
+        ),
+        ["spec", *PARAMS, "judge_max_workers"],
+    ),
+    "v2 spec parallelism": (
+        "/v2/evaluation/jobs",
+        json.dumps({"spec": _job(parallelism=0)}).replace('"parallelism": 0', '"parallelism": 1e9'),
+        ["spec", "metric_params", "judge_llm", "parallelism"],
+    ),
+    "v1 spec executor.num_workers": (
+        "/v1/evaluation/jobs",
+        json.dumps({**_job(), "executor": {"num_workers": 0}}).replace(
+            '"num_workers": 0', '"num_workers": 1e9'
+        ),
+        ["executor", "num_workers"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(HUGE_BODIES))
+def test_the_service_refuses_a_huge_count_with_a_422_before_writing_anything(rest, case):
+    route, body, where = HUGE_BODIES[case]
+    before = sorted(p.name for p in rest.jobs_dir.iterdir()) if rest.jobs_dir.is_dir() else []
+    headers = {**rest.headers(), "Content-Type": "application/json"}
+    reply = httpx.post(rest.url + route, content=body.encode(), headers=headers, timeout=30)
+    assert reply.status_code == 422, reply.text
+    [error] = reply.json()["detail"]
+    assert error["loc"] == ["body", *where], error
+    name = where[-1]
+    assert f"{name}=" in error["msg"] and "over its bound of 1,024" in error["msg"], error["msg"]
+    after = sorted(p.name for p in rest.jobs_dir.iterdir()) if rest.jobs_dir.is_dir() else []
+    assert after == before  # no job folder
+    assert not rest.secrets_dir.is_dir() or not any(rest.secrets_dir.iterdir())  # no stored key
