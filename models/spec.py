@@ -124,7 +124,8 @@ class ModelSpec(BaseModel):
     api_key_file: str | None = None
     """Endpoint: a file (chmod 600) that holds only the API key."""
     request_timeout: float | None = Field(default=None, gt=0)
-    """Endpoint: seconds per phase of one attempt (None: `EndpointConfig`'s default)."""
+    """Endpoint: seconds for one whole attempt, connecting and reading all of the answer included (None:
+    `EndpointConfig`'s default)."""
     max_retries: int | None = Field(default=None, ge=0)
     """Endpoint: further attempts after the first (None: `EndpointConfig`'s default)."""
     parallelism: int | None = Field(default=None, ge=1)

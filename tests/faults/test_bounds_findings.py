@@ -1,4 +1,4 @@
-"""Issue 48, "bounds on everything a caller or a judge controls", item 1 (item 10, the cache
+"""Issue 48, "bounds on everything a caller or a judge controls", items 1 and 2 (item 10, the cache
 upgrade, is in test_cache_corruption.py).
 
 1. A count setting had no upper bound: `parallelism: 1e9` in a v2 job, `judge_max_workers: 1e12` in a v1
@@ -6,11 +6,15 @@ upgrade, is in test_cache_corruption.py).
    `--concurrency` were accepted, and a run started threads until the host could start no more. Each is
    now bounded (`ascend_eval.models.checks`): over it is a ConfigError naming the setting, the bound and
    the fix, and the service answers 422 before it writes anything.
+2. `request_timeout` bounded each read, not the attempt: a judge that sent its answer a byte every half
+   second held a request for minutes. It now bounds the whole attempt (connect, headers, body).
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +27,10 @@ from ascend_eval.config import EvaluationConfig
 from ascend_eval.jobs.spec import load_spec
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.http import EndpointConfig
+from ascend_eval.models.judge.openai import OpenAIJudge
 from ascend_eval.models.spec import ModelSpec
 from tests.jobs.conftest import inline_spec_for
-from tests.models.loopback_server import LoopbackServer
+from tests.models.loopback_server import CHAT, LoopbackServer, Reply, chat_reply
 from tests.serve.conftest import Server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -246,3 +251,46 @@ def test_the_service_refuses_a_huge_count_with_a_422_before_writing_anything(res
     after = sorted(p.name for p in rest.jobs_dir.iterdir()) if rest.jobs_dir.is_dir() else []
     assert after == before  # no job folder
     assert not rest.secrets_dir.is_dir() or not any(rest.secrets_dir.iterdir())  # no stored key
+
+
+# --- 2. a judge that trickles --------------------------------------------------------------------------
+
+TIMEOUT = 1.0
+TRICKLE = 0.5  # seconds per byte: a chat reply of ~300 bytes takes minutes, each read returns in 0.5 s
+ENDS_BEFORE = 20.0  # seconds; an attempt is bounded by TIMEOUT, so two attempts take about 2
+
+
+@pytest.mark.parametrize("headers", [False, True], ids=["body", "headers"])
+def test_a_judge_that_trickles_its_answer_is_cut_off_at_request_timeout(headers):
+    """Before, each read waited at most request_timeout, and each got a byte in 0.5 s: one request took
+    `len(reply) * 0.5` s per attempt (minutes). The run is watched from a thread, so that a client that
+    is not cut off fails this test in ENDS_BEFORE seconds instead of hanging it."""
+    with LoopbackServer() as server:
+        reply = Reply(
+            chat_reply('{"statements": ["The sky is blue."]}'), trickle=TRICKLE, trickle_headers=headers
+        )
+        server.route(CHAT, lambda body: reply)
+        assert len(json.dumps(reply.body)) * TRICKLE > 60  # the whole answer would take minutes
+        config = EndpointConfig(
+            url=server.url, model="judge", request_timeout=TIMEOUT, max_retries=1, backoff_base=0.01
+        )
+        done: dict[str, Any] = {}
+
+        def score() -> None:
+            with OpenAIJudge(config) as judge:
+                done["result"] = ascend_eval.evaluate(
+                    ROW, ["faithfulness"], judge=judge, cache_dir=False, progress=False
+                )
+
+        started = time.monotonic()
+        worker = threading.Thread(target=score, daemon=True)
+        worker.start()
+        worker.join(ENDS_BEFORE)
+        took = time.monotonic() - started
+        assert not worker.is_alive(), f"the run still waits on a trickling judge after {took:.0f} s"
+    [row] = done["result"].rows()
+    assert row["faithfulness"] is None
+    reason = row["faithfulness_reason"]
+    assert reason.startswith("backend_error") and "failed after 2 attempt(s): timed out" in reason, reason
+    assert f"no whole answer in {TIMEOUT}s" in reason
+    assert 1 <= len([r for r in server.requests if r.path == CHAT]) <= 2
