@@ -1,4 +1,4 @@
-"""Issue 48, "bounds on everything a caller or a judge controls", items 1 and 2 (item 10, the cache
+"""Issue 48, "bounds on everything a caller or a judge controls", items 1, 2 and 5 (item 10, the cache
 upgrade, is in test_cache_corruption.py).
 
 1. A count setting had no upper bound: `parallelism: 1e9` in a v2 job, `judge_max_workers: 1e12` in a v1
@@ -8,11 +8,15 @@ upgrade, is in test_cache_corruption.py).
    the fix, and the service answers 422 before it writes anything.
 2. `request_timeout` bounded each read, not the attempt: a judge that sent its answer a byte every half
    second held a request for minutes. It now bounds the whole attempt (connect, headers, body).
+5. A judge reply of 200,000 `[` took hours to look for JSON in (quadratic), and 200,000 nested brackets
+   raised RecursionError in `json.loads`: a NaN with a full traceback. Both are a NaN with the reason and
+   one WARNING now.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from pathlib import Path
@@ -294,3 +298,42 @@ def test_a_judge_that_trickles_its_answer_is_cut_off_at_request_timeout(headers)
     assert reason.startswith("backend_error") and "failed after 2 attempt(s): timed out" in reason, reason
     assert f"no whole answer in {TIMEOUT}s" in reason
     assert 1 <= len([r for r in server.requests if r.path == CHAT]) <= 2
+
+
+# --- 5. a judge reply nested 200,000 deep --------------------------------------------------------------
+
+DEEP_REPLIES = {
+    "200,000 [": ("[" * 200_000, "nests brackets more than 64 deep"),
+    "200,000 [ then 200,000 ]": ("[" * 200_000 + "]" * 200_000, "nests brackets more than 64 deep"),
+    "an object, then 200,000 [": ('{"statements": ' + "[" * 200_000, "nests brackets more than 64 deep"),
+    "an integer of 5,000 digits": ('{"statements": [' + "1" * 5000 + "]}", "parse_failure"),
+}
+
+
+@pytest.mark.parametrize("case", list(DEEP_REPLIES))
+def test_a_judge_reply_nested_too_deep_is_a_nan_with_one_log_line(case, caplog, capfd):
+    text, reason = DEEP_REPLIES[case]
+    with LoopbackServer() as server:
+        server.route(CHAT, lambda body: chat_reply(text))
+        server.route("/v1/models", lambda body: {"object": "list", "data": [{"id": "judge"}]})
+        done: dict[str, Any] = {}
+
+        def score() -> None:
+            with caplog.at_level(logging.INFO):
+                done["result"] = ascend_eval.evaluate(
+                    ROW, ["faithfulness"], judge=server.url + "/v1", cache_dir=False, progress=False
+                )
+
+        worker = threading.Thread(target=score, daemon=True)  # so that a quadratic search fails, not hangs
+        worker.start()
+        worker.join(120)
+        assert not worker.is_alive(), "looking for JSON in the reply still goes on after 120 s"
+    [row] = done["result"].rows()
+    assert row["faithfulness"] is None and reason in row["faithfulness_reason"], row
+    assert row["faithfulness_reason"].startswith("parse_failure")
+    out, err = capfd.readouterr()
+    assert "Traceback" not in out + err + caplog.text
+    assert not [r for r in caplog.records if r.exc_info]
+    if "nests" in reason:
+        [line] = [r for r in caplog.records if "nests brackets" in r.getMessage()]
+        assert line.levelno == logging.WARNING and "statements@" in line.getMessage()
