@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ascend_eval.data.cells import SURROGATE_FIX, lone_surrogate
 from ascend_eval.models.checks import PARALLELISM, WORKERS
 from ascend_eval.models.errors import ConfigError, DataError
+from ascend_eval.yaml_files import load_yaml
 
 SECRET_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
@@ -358,12 +359,7 @@ def _parse_text(text: str, path: Path) -> dict[str, Any]:
                 f"Job spec {str(path)!r} cannot be read as JSON: {type(e).__name__}: {e}"
             ) from None
     else:
-        import yaml
-
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"Job spec {str(path)!r} is not valid YAML: {e}") from None
+        data = load_yaml(text, f"Job spec {str(path)!r}")
     if not isinstance(data, dict):
         raise ConfigError(
             f"Job spec {str(path)!r} must hold an object (a mapping), got {type(data).__name__}."

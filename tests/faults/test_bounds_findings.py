@@ -1,4 +1,4 @@
-"""Issue 48, "bounds on everything a caller or a judge controls", items 1, 2 and 5 (item 10, the cache
+"""Issue 48, "bounds on everything a caller or a judge controls", items 1, 2, 5 and 6 (item 10, the cache
 upgrade, is in test_cache_corruption.py).
 
 1. A count setting had no upper bound: `parallelism: 1e9` in a v2 job, `judge_max_workers: 1e12` in a v1
@@ -11,12 +11,18 @@ upgrade, is in test_cache_corruption.py).
 5. A judge reply of 200,000 `[` took hours to look for JSON in (quadratic), and 200,000 nested brackets
    raised RecursionError in `json.loads`: a NaN with a full traceback. Both are a NaN with the reason and
    one WARNING now.
+6. A YAML alias bomb ("billion laughs") took 70 s and 3.2 GB, then a MemoryError, in `--config`, and hung
+   a `job run`. Every user YAML file is read by `ascend_eval.yaml_files.load_yaml`, which refuses aliases
+   that stand for more than 100,000 values, or for themselves, before any value is built.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -337,3 +343,137 @@ def test_a_judge_reply_nested_too_deep_is_a_nan_with_one_log_line(case, caplog, 
     if "nests" in reason:
         [line] = [r for r in caplog.records if "nests brackets" in r.getMessage()]
         assert line.levelno == logging.WARNING and "statements@" in line.getMessage()
+
+
+# --- 6. YAML alias bombs -------------------------------------------------------------------------------
+
+
+def billion_laughs(key: str = "metrics") -> str:
+    """Nine lines that stand for 10^9 strings, under `key`."""
+    lines = [f"{key}:", '  - &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"  - &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    return "\n".join(lines) + "\n"
+
+
+JOB_HEAD = (
+    f"metric: faithfulness\ndataset: rows.jsonl\nmetric_params:\n  judge_llm:\n    model: {{url: '{URL}'}}\n"
+)
+
+
+def _in_child(code: str, timeout: float = 120) -> tuple[int, str, str]:
+    """Run `code` in a Python child held to 2 GiB of address space: (exit code, stdout, stderr). A bomb
+    that gets through fails there (a MemoryError, or the timeout), not in pytest's process."""
+    limit = "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", limit + code],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"still running after {timeout} s") from None
+    return done.returncode, done.stdout, done.stderr
+
+
+READERS = {
+    "--config": ("config.yaml", billion_laughs(), "from ascend_eval.cli.config import load_config as read"),
+    "job spec": (
+        "job.yaml",
+        JOB_HEAD + billion_laughs("x"),
+        "from ascend_eval.jobs.spec import load_spec as read",
+    ),
+    "experiment file": (
+        "sweep.yaml",
+        JOB_HEAD + "sweep: {top_k: [1, 2]}\n" + billion_laughs("x"),
+        "from ascend_eval.experiments.spec import load_experiment as read",
+    ),
+}
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+def test_a_billion_laughs_file_is_refused_fast_naming_the_file(reader, tmp_path):
+    name, text, load = READERS[reader]
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = _in_child(
+        f"{load}\nimport json, time\nfrom ascend_eval.models.errors import ConfigError\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "started = time.monotonic()\n"
+        f"try:\n    read({str(path)!r})\nexcept ConfigError as e:\n    message = str(e)\n"
+        "else:\n    sys.exit(5)\n"
+        "seconds = time.monotonic() - started\n"
+        "grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before\n"
+        "print(json.dumps({'seconds': seconds, 'grew_kib': grew, 'message': message}))\n"
+    )
+    assert code == 0, err[-2000:]
+    found = json.loads(out.strip().splitlines()[-1])
+    message = found["message"]
+    assert found["seconds"] < 5, found  # about 0.01 s; before, minutes (a walk over 10^9 values)
+    assert found["grew_kib"] < 100_000, found  # the bomb is never built out (before: gigabytes)
+    assert str(path) in message and "aliases" in message and "1,234,567,880 values" in message, message
+    assert "100,000" in message
+
+
+@pytest.mark.parametrize("command", ["evaluate", "job run"])
+def test_the_command_line_refuses_a_billion_laughs_file_with_exit_2(command, tmp_path):
+    if command == "evaluate":
+        path = tmp_path / "bomb.yaml"
+        path.write_text(billion_laughs())
+        argv = ["evaluate", "--config", str(path), "--out", str(tmp_path / "out")]
+    else:
+        path = tmp_path / "job.yaml"
+        path.write_text(JOB_HEAD + billion_laughs("x"))
+        argv = ["job", "--jobs-dir", str(tmp_path / "jobs"), "run", str(path)]
+    code, _, err = _in_child(f"from ascend_eval.cli.main import main\nsys.exit(main({argv!r}))\n")
+    assert code == 2, err[-2000:]
+    assert "Traceback" not in err and "MemoryError" not in err
+    assert str(path) in err and "aliases" in err and "alias bomb" in err
+
+
+YAML_CASES = {
+    "an alias inside its own value": ("metrics: &m [faithfulness, *m]\n", "holds an alias of itself"),
+    "merge keys that double at each step": (
+        "m0: &m0 {a: 1, b: 2}\n"
+        + "".join(f"m{i}: &m{i} {{<<: [*m{i - 1}, *m{i - 1}], k{i}: 1}}\n" for i in range(1, 40)),
+        "more than the 100,000",
+    ),
+    "lists nested 5,000 deep": ("metrics: " + "[" * 5000 + "]" * 5000 + "\n", "nests lists or mappings"),
+}
+
+
+@pytest.mark.parametrize("case", list(YAML_CASES))
+def test_other_yaml_that_never_ends_is_a_config_error(case, tmp_path):
+    from ascend_eval.cli.config import load_config
+
+    text, expected = YAML_CASES[case]
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=expected) as caught:
+        load_config(path)
+    assert str(path) in str(caught.value)
+
+
+def test_anchors_within_the_bound_still_read_as_before(tmp_path):
+    from ascend_eval.cli.config import load_config
+
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "judge: &j {model: 'http://127.0.0.1:9/v1', parallelism: 8}\n"
+        "cross_encoder: {<<: *j, model: 'http://127.0.0.1:9/v1/ranking'}\n"
+        "metrics: &m [faithfulness, context_recall]\n"
+    )
+    config = load_config(path)
+    assert config["judge"] == {"model": "http://127.0.0.1:9/v1", "parallelism": 8}
+    assert config["cross_encoder"]["parallelism"] == 8
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        "metric: faithfulness\ndataset: {rows: [{question: q, contexts: [c], answer: a}]}\n"
+        f"model: &m {{url: '{URL}', name: judge}}\nmetric_params: {{judge_llm: {{model: *m}}}}\n"
+    )
+    spec = load_spec(job)
+    assert spec.model is not None and spec.metric_params.judge_llm is not None
+    assert spec.metric_params.judge_llm.model.url == spec.model.url == URL
