@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ascend_eval.engine.tracing import TraceArg
 from ascend_eval.models.base import Role
+from ascend_eval.models.checks import CHUNK_SIZE, WORKERS
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.factory import ROLE_KEYS, ModelArg, check
 from ascend_eval.models.spec import Backend
@@ -152,7 +153,8 @@ class EvaluationConfig:
     """Show a progress bar."""
     chunk_size: int = 1024
     """At most this many requests per backend call (each call's answers are committed to the cache as the
-    call returns); 1 sends every request on its own, as RAGAS does (benchmarks use it for comparison)."""
+    call returns); 1 sends every request on its own, as RAGAS does (benchmarks use it for comparison). At
+    most 65,536 (`ascend_eval.models.checks.CHUNK_SIZE`)."""
     dedupe: bool = True
     """Run identical requests once (turn off only to measure what it saves)."""
     on_round: Callable[[Any], None] | None = None
@@ -178,7 +180,8 @@ class EvaluationConfig:
     """The Ray cluster for executor="ray" ("auto", "host:port" or "ray://host:port"); default: a running
     local Ray, else a new one in this process."""
     num_workers: int | None = None
-    """Ray actors (default: one per accelerator the cluster has, else 2)."""
+    """Ray actors (default: one per accelerator the cluster has, else 2); at most 1,024
+    (`ascend_eval.models.checks.WORKERS`)."""
     context: MetricContext = field(init=False, repr=False, compare=False)
     """The metric settings with "auto" resolved."""
 
@@ -201,6 +204,8 @@ class EvaluationConfig:
             scoring=resolve_scoring(self.scoring, **facts),
             prompt_layout=resolve_layout(self.prompt_layout, **facts),
         )
+        CHUNK_SIZE.check("chunk_size", self.chunk_size)
+        WORKERS.check("num_workers", self.num_workers, optional=True)
         if self.executor not in EXECUTOR_NAMES:
             raise ConfigError(f"executor={self.executor!r}; valid: {', '.join(map(repr, EXECUTOR_NAMES))}.")
         for role, key in ROLE_KEYS.items():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,52 @@ def positive_int(name: str, value: Any, *, optional: bool = False) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         suffix = " or None" if optional else ""
         raise ConfigError(f"{name} must be an integer >= 1{suffix}, got {value!r}.")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The largest value a count setting may take, and why: a value over it is refused when the setting is
+    checked, before anything starts (docs/reliability.md, "Bounds")."""
+
+    most: int
+    why: str
+
+    def check(self, name: str, value: Any, *, optional: bool = False) -> None:
+        """Raise ConfigError unless `value` is an integer from 1 to `most` (or None when `optional`).
+
+        >>> PARALLELISM.check("parallelism", 64)
+        >>> PARALLELISM.check("parallelism", 10**9)
+        Traceback (most recent call last):
+        ...
+        ascend_eval.models.errors.ConfigError: parallelism=1000000000 is over its bound of 1,024 (each \
+request in flight is a thread and an open connection). Lower it to 1,024 or less.
+        """
+        positive_int(name, value, optional=optional)
+        if value is not None and value > self.most:
+            raise ConfigError(
+                f"{name}={value} is over its bound of {self.most:,} ({self.why}). Lower it to {self.most:,} "
+                "or less."
+            )
+
+
+PARALLELISM = Bound(1024, "each request in flight is a thread and an open connection")
+"""Requests in flight at one endpoint (`parallelism`, a job's `judge_max_workers`, RAGAS's
+`RunConfig.max_workers`): 8x a judge's default of 128 and 4x the batch vLLM fills by default (256
+sequences), so no server's batch goes short. Each request is a thread and a connection (a file descriptor:
+near the top of the range, raise a host's `ulimit -n` of 1,024)."""
+BATCH_SIZE = Bound(4096, "each batch is held in memory at once")
+"""Rows per forward pass of a local model, inputs per request to an embedding or ranking server (a TEI
+server's announced `max_client_batch_size` is capped to it): 64x the default of 64."""
+CHUNK_SIZE = Bound(65536, "each backend call's requests are held, and answered, together")
+"""Requests per backend call (`chunk_size`, RAGAS's `batch_size`): 64x the default of 1,024. A larger call
+saves nothing (local models batch by their own `batch_size`, a judge server gets one request per call) and
+loses more answers to a kill before they are committed."""
+WORKERS = Bound(1024, "each is a process with its own models")
+"""Ray actors (`num_workers`, a job's `executor.num_workers`)."""
+SERVED_JOBS = Bound(64, "each running job is a process with its own models")
+"""Jobs `ascend-eval serve` runs at once (`--concurrency`)."""
+TENSOR_PARALLEL = Bound(64, "each is a device and an engine process")
+"""Devices one vLLM model is split over (`tensor_parallel_size`): 4x the largest single machine's 16."""
 
 
 def model_path(value: Any) -> Path:

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 
 from ascend_eval.models.base import EmbedKind
 from ascend_eval.models.batching import longest_first, scatter
+from ascend_eval.models.checks import BATCH_SIZE
 from ascend_eval.models.errors import BackendError, ConfigError
 from ascend_eval.models.http import Closing, EndpointClient, EndpointConfig, EndpointError
 
@@ -87,8 +88,7 @@ class EndpointModel(Closing):
         self._client = EndpointClient(config, json_types=self.json_types)
 
     def _check(self, config: EndpointConfig, batch_size: int | None) -> None:
-        if batch_size is not None and batch_size < 1:
-            raise ConfigError(f"batch_size must be >= 1, got {batch_size}.")
+        BATCH_SIZE.check("batch_size", batch_size, optional=True)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.shown)

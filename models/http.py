@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from ascend_eval.models.checks import private_file
+from ascend_eval.models.checks import PARALLELISM, private_file
 from ascend_eval.models.congestion import CongestionGate, retry_after_seconds
+from ascend_eval.models.deadline import attempt_deadline, keep_to_deadlines
 from ascend_eval.models.errors import BackendError, ConfigError
 from ascend_eval.models.scrub import Scrubber, clip_excerpt
 
@@ -63,12 +64,12 @@ class EndpointConfig:
     """Path to a file holding only the API key; it must not be accessible by group or others (chmod 600).
     Checked when the config is built and again when a client reads it."""
     request_timeout: float = 60.0
-    """Seconds allowed for each phase of one attempt: connecting, sending, and each wait for response data."""
+    """Seconds for a whole attempt: connecting, sending and reading all of the answer (`attempt_deadline`)."""
     max_retries: int = 3
     """Further attempts after the first, for connection errors, timeouts, 408, 409, 429 and 5xx."""
     parallelism: int = 8
-    """Requests in flight at once, at most: fewer while the server answers 429 or 503, times out, or takes
-    more than half of `request_timeout` to answer (see `congestion.CongestionGate`)."""
+    """Requests in flight at once, 1 to 1,024 (`checks.PARALLELISM`); fewer while the server answers 429 or
+    503, times out, or takes over half of `request_timeout` to answer (see `congestion.CongestionGate`)."""
     backoff_base: float = 0.5
     """Seconds before the first retry; doubled for each later one, with random jitter."""
     backoff_max: float = 20.0
@@ -94,8 +95,7 @@ class EndpointConfig:
             raise ConfigError(f"request_timeout must be > 0 seconds, got {self.request_timeout}.")
         if self.max_retries < 0:
             raise ConfigError(f"max_retries must be >= 0, got {self.max_retries}.")
-        if self.parallelism < 1:
-            raise ConfigError(f"parallelism must be >= 1, got {self.parallelism}.")
+        PARALLELISM.check("EndpointConfig.parallelism", self.parallelism)
         if self.backoff_base < 0 or self.backoff_max < self.backoff_base:
             raise ConfigError(
                 "Need 0 <= backoff_base <= backoff_max, got "
@@ -310,7 +310,8 @@ class EndpointClient(Closing):
         """
         url = self.config.endpoint(path)
         try:
-            response = self._http.get(url, headers=self._headers)
+            with attempt_deadline(self.config.request_timeout):
+                response = self._http.get(url, headers=self._headers)
         except self._httpx.HTTPError as e:
             raise EndpointError(f"GET {url}: {type(e).__name__}: {self._clip(str(e))}") from None
         status = response.status_code
@@ -365,7 +366,7 @@ class EndpointClient(Closing):
         attempts = self.config.max_retries + 1
         for attempt in range(1, attempts + 1):
             try:
-                with self._gate:  # waits while the server is pushing back (429/503, slow answers)
+                with self._gate, attempt_deadline(self.config.request_timeout):  # the gate waits on push-back
                     started = time.monotonic()
                     outcome = self._attempt(url, content, parse)
                     seconds = time.monotonic() - started
@@ -414,7 +415,7 @@ class EndpointClient(Closing):
             response = self._http.post(url, content=content, headers=self._headers)
         except httpx.TimeoutException as e:
             raise _Retryable(
-                f"timed out ({type(e).__name__}, request_timeout={self.config.request_timeout}s)",
+                f"timed out ({type(e).__name__}: no whole answer in {self.config.request_timeout}s)",
                 timed_out=True,
             ) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError) as e:
@@ -478,8 +479,7 @@ class EndpointClient(Closing):
 
 
 def _scrubbing_transport(scrubber: Scrubber, limits: httpx.Limits) -> httpx.BaseTransport:
-    """httpx's transport, with the status line's reason phrase scrubbed: httpx logs it for every response
-    (at INFO, e.g. with `ascend-eval -v`), and a server may put anything there."""
+    """httpx's transport, keeping to attempt deadlines, with the reason phrase (httpx logs it) scrubbed."""
     import httpx
 
     class ScrubbingTransport(httpx.HTTPTransport):
@@ -491,7 +491,7 @@ def _scrubbing_transport(scrubber: Scrubber, limits: httpx.Limits) -> httpx.Base
                 response.extensions["reason_phrase"] = text.encode("ascii", errors="ignore")
             return response
 
-    return ScrubbingTransport(limits=limits)
+    return keep_to_deadlines(ScrubbingTransport(limits=limits))
 
 
 def _log_failure(error: EndpointError, cancel: threading.Event) -> None:
@@ -583,7 +583,7 @@ def discover_model(
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     transport = _scrubbing_transport(Scrubber(key), httpx.Limits())
     try:
-        with httpx.Client(timeout=timeout, transport=transport) as http:
+        with httpx.Client(timeout=timeout, transport=transport) as http, attempt_deadline(timeout):
             response = http.get(probe.endpoint("/models"), headers=headers)
         response.raise_for_status()
         models = [m["id"] for m in response.json()["data"]]

@@ -18,9 +18,18 @@ import difflib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ascend_eval.models.base import Role
+from ascend_eval.models.checks import BATCH_SIZE, PARALLELISM, TENSOR_PARALLEL, Bound
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.http import is_url
 
@@ -72,6 +81,12 @@ ENGINE_SETTINGS: dict[tuple[Role, str], dict[str, str]] = {
 }
 """Per (role, local backend): the spec's engine settings that runtime has, and its config field for each
 (`TorchJudgeConfig`, `VllmEngineConfig` and the embedder and reranker configs)."""
+_BOUNDS: dict[str, Bound] = {
+    "parallelism": PARALLELISM,
+    "batch_size": BATCH_SIZE,
+    "tensor_parallel_size": TENSOR_PARALLEL,
+}
+"""The count settings with an upper bound (docs/reliability.md, "Bounds")."""
 
 
 class ModelSpec(BaseModel):
@@ -109,13 +124,15 @@ class ModelSpec(BaseModel):
     api_key_file: str | None = None
     """Endpoint: a file (chmod 600) that holds only the API key."""
     request_timeout: float | None = Field(default=None, gt=0)
-    """Endpoint: seconds per phase of one attempt (None: `EndpointConfig`'s default)."""
+    """Endpoint: seconds for one whole attempt, connecting and reading all of the answer included (None:
+    `EndpointConfig`'s default)."""
     max_retries: int | None = Field(default=None, ge=0)
     """Endpoint: further attempts after the first (None: `EndpointConfig`'s default)."""
     parallelism: int | None = Field(default=None, ge=1)
-    """Endpoint: requests in flight at once, at most (fewer while the server answers 429/503). None: 128
-    for a judge, which keeps a GPU or NPU server's batch full; `EndpointConfig`'s default (8) for an
-    embedder or reranker, whose requests carry many texts each."""
+    """Endpoint: requests in flight at once, at most (fewer while the server answers 429/503), from 1 to
+    1,024 (`checks.PARALLELISM`: each is a thread and a connection). None: 128 for a judge, which keeps a
+    GPU or NPU server's batch full; `EndpointConfig`'s default (8) for an embedder or reranker, whose
+    requests carry many texts each."""
     send_input_type: bool = False
     """Embedding endpoint: send NIM's `input_type` ("query" / "passage") with each request."""
 
@@ -138,15 +155,22 @@ class ModelSpec(BaseModel):
     """vLLM: KV cache bytes, instead of sizing it from `gpu_memory_utilization` (vllm-ascend honours it
     from v0.19.1, and not on the Atlas 300I / 310P). None: vLLM sizes it (1 GiB on the CPU)."""
     tensor_parallel_size: int | None = Field(default=None, ge=1)
-    """vLLM: devices the model is split over."""
+    """vLLM: devices the model is split over; at most 64 (`checks.TENSOR_PARALLEL`)."""
     batch_size: int | None = Field(default=None, ge=1)
-    """torch: rows per forward pass (`TorchJudge`'s max_batch_size, the embedder's and reranker's batch)."""
+    """torch: rows per forward pass (`TorchJudge`'s max_batch_size, the embedder's and reranker's batch);
+    at most 4,096 (`checks.BATCH_SIZE`)."""
 
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as e:
             raise ConfigError(_explain(e)) from None
+
+    @field_validator("parallelism", "batch_size", "tensor_parallel_size")
+    @classmethod
+    def _bounded(cls, value: int | None, info: ValidationInfo) -> int | None:
+        _BOUNDS[info.field_name].check(f"ModelSpec.{info.field_name}", value, optional=True)  # type: ignore[index]
+        return value
 
     @field_validator("model", mode="before")
     @classmethod

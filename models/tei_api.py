@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from ascend_eval.models.checks import BATCH_SIZE
 from ascend_eval.models.endpoint_model import Batch, EndpointModel
 from ascend_eval.models.errors import BackendError, ConfigError
 from ascend_eval.models.http import EndpointClient, EndpointConfig, EndpointError
@@ -97,14 +98,15 @@ def read_info(config: EndpointConfig) -> TeiInfo:
             data = client.get("/info")
             model = str(data["model_id"])
             limit = int(data.get("max_client_batch_size") or DEFAULT_BATCH)
-        except (EndpointError, KeyError, TypeError, ValueError) as e:
+        except (EndpointError, KeyError, TypeError, ValueError, OverflowError) as e:
             raise BackendError(
                 f"Could not read the TEI server's GET {config.endpoint('/info')} ({e}). Check that the URL "
                 "is a running text-embeddings-inference server ending in /embed or /rerank, or name its "
                 "model without asking the server: ModelSpec(served_model_name=...), --embedder-model or "
                 "--cross-encoder-model."
             ) from None
-    return TeiInfo(model_id=model, max_client_batch_size=max(1, limit))
+    # The server's word, within our own bound: a batch is held in memory at once.
+    return TeiInfo(model_id=model, max_client_batch_size=min(max(1, limit), BATCH_SIZE.most))
 
 
 def smaller_batch(error: EndpointError, size: int) -> int | None:
@@ -196,8 +198,7 @@ class TEIModel(EndpointModel):
 
     def _check(self, config: EndpointConfig, batch_size: int | None) -> None:
         name = type(self).__name__
-        if batch_size is None or batch_size < 1:
-            raise ConfigError(f"{name} batch_size must be >= 1, got {batch_size}.")
+        BATCH_SIZE.check(f"{name} batch_size", batch_size)
         if config.under_v1:
             raise ConfigError(
                 f"{name} needs EndpointConfig(under_v1=False): TEI's {self.route} is not under /v1. "

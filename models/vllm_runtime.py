@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.models.checks import device_spec, model_path, positive_int
+from ascend_eval.models.checks import TENSOR_PARALLEL, device_spec, model_path, positive_int
 from ascend_eval.models.device import DeviceInfo, Precision, engine_environment, resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
 
@@ -121,7 +121,8 @@ class VllmEngineConfig:
     that share a device must together stay within it: `evaluate(memory_budget=...)` splits one budget
     between them (`ascend_eval.models.budget`)."""
     tensor_parallel_size: int = 1
-    """Devices the model is split over: this device and the ones after it."""
+    """Devices the model is split over: this device and the ones after it; at most 64
+    (`checks.TENSOR_PARALLEL`)."""
     seed: int = 0
     """The engine's seed (sampling requests also carry their own)."""
     kv_cache_memory_bytes: int | None = None
@@ -143,7 +144,7 @@ class VllmEngineConfig:
         if self.dtype not in _DTYPES:
             raise ConfigError(f"{name}.dtype={self.dtype!r} is not one of {list(_DTYPES)}.")
         positive_int(f"{name}.max_model_len", self.max_model_len, optional=True)
-        positive_int(f"{name}.tensor_parallel_size", self.tensor_parallel_size)
+        TENSOR_PARALLEL.check(f"{name}.tensor_parallel_size", self.tensor_parallel_size)
         positive_int(f"{name}.kv_cache_memory_bytes", self.kv_cache_memory_bytes, optional=True)
         if not 0 < self.gpu_memory_utilization <= 1:
             raise ConfigError(

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from ascend_eval.config import CALLBACKS, ROLE_KEYS, defaults
 from ascend_eval.models.errors import AscendEvalError, ConfigError
 from ascend_eval.writing import write_text
+from ascend_eval.yaml_files import load_yaml
 
 CONFIG_FILE = "config.yaml"
 """The name of the effective configuration in a run's output folder."""
@@ -245,8 +246,6 @@ def load_config(path: str | Path) -> dict[str, Any]:
         ConfigError: no such file, not YAML/JSON or not a mapping, an unknown key or `ModelSpec` field (the
             closest is suggested, every valid one listed), or a value of the wrong type.
     """
-    import yaml
-
     file = Path(path).expanduser()
     if file.suffix.lower() not in (".yaml", ".yml", ".json"):
         raise ConfigError(f"--config {str(path)!r}: name a .yaml, .yml or .json file.")
@@ -254,10 +253,13 @@ def load_config(path: str | Path) -> dict[str, Any]:
         text = file.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"--config {str(path)!r} cannot be read ({e.strerror or e}).") from None
-    try:
-        data = json.loads(text) if file.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as e:
-        raise ConfigError(f"--config {str(path)!r} is not valid {file.suffix[1:].upper()}: {e}") from None
+    if file.suffix.lower() != ".json":
+        data = load_yaml(text, f"--config {str(path)!r}")
+    else:
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as e:
+            raise ConfigError(f"--config {str(path)!r} is not valid JSON: {e}") from None
     if data is None:
         data = {}
     if not isinstance(data, Mapping):

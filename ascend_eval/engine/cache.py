@@ -15,9 +15,9 @@ names the file and the way on. Once a run has started, a cache that fails is dro
 run (logged) instead of ending it: the answers in hand are worth more than the cache.
 
 The file records its layout (`CACHE_LAYOUT`, as SQLite's `user_version`). Only a cache whose recorded
-layout is older than checksums is upgraded; one that records checksums but has no checksum column was
-edited by another program and is refused, so that dropping the column cannot pass tampered rows off as an
-older cache's.
+layout is older than checksums is upgraded, and its rows, which nothing can verify, are deleted on the way
+(their requests are asked again); one that records checksums but has no checksum column was edited by
+another program and is refused. Either way no row without a checksum is ever used.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from ascend_eval.engine.codecs import Result, codec_for, well_formed
+from ascend_eval.engine.codecs import Result, codec_for
 from ascend_eval.models.base import Request
 from ascend_eval.models.errors import CacheError
 from ascend_eval.writing import free_bytes
@@ -47,7 +47,8 @@ CACHE_FORMAT = 1
 CACHE_LAYOUT = 2
 """The table layout a cache file records (SQLite's `PRAGMA user_version`): 2, each row has a checksum.
 0 is SQLite's default: a file made before layouts were recorded, either before checksums (no checksum
-column: upgraded once) or by the release that added them (a checksum column: stamped 2 as it is)."""
+column: upgraded once, its unverifiable rows deleted) or by the release that added them (a checksum
+column: stamped 2 as it is)."""
 
 
 def request_key(request: Request, model_id: str) -> str:
@@ -89,25 +90,6 @@ def row_checksum(key: str, body: bytes | None, blob: bytes | None) -> str:
             h.update(len(part).to_bytes(8, "little"))
             h.update(part)
     return h.hexdigest()
-
-
-def _sql_checksum(key: object, body: object, blob: object) -> str | None:
-    """`row_checksum` as an SQL function (for adding checksums to an older cache); None for a row whose
-    columns have impossible types, which then reads as a miss."""
-    if isinstance(key, str) and isinstance(body, bytes | None) and isinstance(blob, bytes | None):
-        return row_checksum(key, body, blob)
-    return None
-
-
-def _sql_well_formed(body: object, blob: object) -> int:
-    """`codecs.well_formed` as an SQL function over a row's body bytes and blob: 1 or 0."""
-    if not isinstance(body, bytes | None) or not isinstance(blob, bytes | None):
-        return 0
-    try:
-        text = None if body is None else body.decode("utf-8")
-    except UnicodeDecodeError:
-        return 0
-    return int(well_formed(text, blob))
 
 
 class RequestCache:
@@ -433,27 +415,19 @@ def _ensure_layout(db: sqlite3.Connection, path: Path) -> None:
 
 
 def _upgrade(db: sqlite3.Connection, path: Path) -> None:
-    """Give a cache made before checksums (layout 0, no checksum column) its checksums, once.
+    """Give a cache without checksums (layout 0, no checksum column) its checksum column, once, and delete
+    its rows: their requests are asked again.
 
-    Its rows cannot be verified: nothing recorded what was written. Recomputing them all would cost the
-    judge time the cache exists to save, so they are trusted once, as the version that wrote them trusted
-    them on every read, but only those that are well-formed answers of some request kind
-    (`codecs.well_formed`): the others are deleted, never signed. The signed rows are then protected like
-    any other from any later change, and every read still checks a row against its own request.
-    Keeping them unsigned instead would protect them from nothing: a row whose checksum was nulled would
-    look just like one of them.
+    Its rows cannot be verified: nothing recorded what was written, and such a file is either one made
+    before checksums or one whose checksum column was dropped and its recorded layout reset, by another
+    program. The two look the same, so no row of either is trusted: signing them would pass an edited
+    verdict off as an answer for good (a well-formed one is as easy to write as a damaged one). The first
+    run after the upgrade pays for its requests again; the rows it stores are checked like any others.
     """
-    db.create_function("ascend_eval_checksum", 3, _sql_checksum, deterministic=True)
-    db.create_function("ascend_eval_well_formed", 2, _sql_well_formed, deterministic=True)
     db.execute("BEGIN IMMEDIATE")
     try:
-        dropped = db.execute(
-            "DELETE FROM results WHERE NOT ascend_eval_well_formed(CAST(body AS BLOB), blob)"
-        ).rowcount
+        dropped = db.execute("DELETE FROM results").rowcount
         db.execute("ALTER TABLE results ADD COLUMN checksum TEXT")
-        kept = db.execute(
-            "UPDATE results SET checksum = ascend_eval_checksum(key, CAST(body AS BLOB), blob)"
-        ).rowcount
         db.execute(f"PRAGMA user_version = {CACHE_LAYOUT}")
         db.execute("COMMIT")
     except BaseException:
@@ -461,10 +435,9 @@ def _upgrade(db: sqlite3.Connection, path: Path) -> None:
             db.execute("ROLLBACK")
         raise
     logger.warning(
-        "Added checksums to the %d rows of the older request cache %s, which had none: they are used "
-        "unverified this once, as the version that wrote them used them; deleted the %d rows that are not "
-        "well-formed answers. To recompute every row instead, move the file aside.",
-        kept,
+        "The request cache %s has no checksums (made by a version before them, or its checksum column was "
+        "removed): its %d rows cannot be verified, so they were deleted and their requests are asked "
+        "again. The cache checks every row from now on.",
         path,
         dropped,
     )

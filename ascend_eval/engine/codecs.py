@@ -281,41 +281,6 @@ _CODECS: dict[type, Codec[Any, Any]] = {
 }
 
 
-def well_formed(body: str | None, blob: bytes | None) -> bool:
-    """Whether a stored row is a well-formed answer of some request kind, judged from the row alone.
-
-    For rows whose request is not at hand: a cache made before checksums is checked with this before its
-    rows are signed (`ascend_eval.engine.cache`). The row's keys say which kind it would be, and that
-    kind's `decode` checks it against a stand-in request (a verdict against its own labels); what only
-    the real request can tell (that the labels are the request's) is checked again on every read.
-    """
-    try:
-        data = json.loads(body) if body else None
-    except ValueError:
-        return False
-    if not isinstance(data, dict):
-        return False
-    probe: Request
-    if "labels" in data:
-        labels = data["labels"]
-        if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
-            return False
-        if len(labels) < 2 or len(set(labels)) != len(labels):
-            return False
-        probe = ClassifyRequest((), tuple(labels))
-    elif "dim" in data:
-        probe = EmbedRequest("")
-    elif "score" in data:
-        probe = CrossScoreRequest("", "")
-    else:
-        probe = GenerateRequest(())
-    try:
-        codec_for(probe).decode(probe, body, blob)
-    except (ValueError, TypeError, KeyError):
-        return False
-    return True
-
-
 def codec_for(request: Request) -> Codec[Any, Any]:
     """The codec of `request`'s kind: the one place the engine and the cache dispatch on it.
 

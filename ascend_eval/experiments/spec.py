@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.models.errors import ConfigError
+from ascend_eval.yaml_files import load_yaml
 
 SHORT_NAMES: dict[str, str] = {
     "top_k": "metric_params.top_k",
@@ -158,15 +159,13 @@ def load_experiment(source: str | Path | Mapping[str, Any] | ExperimentSpec) -> 
 
 
 def _parse(text: str, path: Path) -> dict[str, Any]:
-    try:
-        if path.suffix.lower() == ".json":
+    if path.suffix.lower() != ".json":
+        data = load_yaml(text, f"Experiment file {str(path)!r}")
+    else:
+        try:
             data = json.loads(text)
-        else:
-            import yaml
-
-            data = yaml.safe_load(text)
-    except Exception as e:  # json and yaml raise their own error types; the message says where
-        raise ConfigError(f"Experiment file {str(path)!r} does not parse: {e}") from None
+        except (ValueError, RecursionError) as e:  # the message says where
+            raise ConfigError(f"Experiment file {str(path)!r} does not parse: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"Experiment file {str(path)!r} must hold a mapping, got {type(data).__name__}.")
     return data

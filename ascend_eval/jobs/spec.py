@@ -23,7 +23,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ascend_eval.data.cells import SURROGATE_FIX, lone_surrogate
+from ascend_eval.models.checks import PARALLELISM, WORKERS
 from ascend_eval.models.errors import ConfigError, DataError
+from ascend_eval.yaml_files import load_yaml
 
 SECRET_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
@@ -135,7 +137,15 @@ class JudgeLLM(_Strict):
     request_timeout: float | None = Field(default=None, gt=0)
     max_retries: int | None = Field(default=None, ge=0)
     parallelism: int | None = Field(default=None, ge=1)
+    """Judge requests in flight at once (NeMo's `judge_max_workers`); at most 1,024
+    (`ascend_eval.models.checks.PARALLELISM`)."""
     inference_params: InferenceParams | None = None
+
+    @field_validator("parallelism")
+    @classmethod
+    def _bounded(cls, value: int | None) -> int | None:
+        PARALLELISM.check("parallelism", value, optional=True)
+        return value
 
 
 class JudgeEmbeddings(_Strict):
@@ -162,7 +172,14 @@ class ExecutorSpec(_Strict):
     """The Ray cluster ("auto", "host:port", "ray://host:port"); default: a running local Ray, else a
     new one in the job's process."""
     num_workers: int | None = Field(default=None, ge=1)
-    """Ray actors, each with its own engine and models (default: one per GPU/NPU, else 2)."""
+    """Ray actors, each with its own engine and models (default: one per GPU/NPU, else 2); at most 1,024
+    (`ascend_eval.models.checks.WORKERS`)."""
+
+    @field_validator("num_workers")
+    @classmethod
+    def _bounded(cls, value: int | None) -> int | None:
+        WORKERS.check("num_workers", value, optional=True)
+        return value
 
 
 class JobSpec(_Strict):
@@ -342,12 +359,7 @@ def _parse_text(text: str, path: Path) -> dict[str, Any]:
                 f"Job spec {str(path)!r} cannot be read as JSON: {type(e).__name__}: {e}"
             ) from None
     else:
-        import yaml
-
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"Job spec {str(path)!r} is not valid YAML: {e}") from None
+        data = load_yaml(text, f"Job spec {str(path)!r}")
     if not isinstance(data, dict):
         raise ConfigError(
             f"Job spec {str(path)!r} must hold an object (a mapping), got {type(data).__name__}."

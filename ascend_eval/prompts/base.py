@@ -19,6 +19,7 @@ text (instruction, format, examples) comes first and the input last.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -41,6 +42,8 @@ from ascend_eval.prompts.calibration import Method, calibration_inputs
 from ascend_eval.prompts.layout import PARTS, Part, SampleBlock, echoed, point, task_heading
 from ascend_eval.text.language import Language
 
+logger = logging.getLogger(__name__)
+
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out", bound=BaseModel)
 
@@ -49,6 +52,12 @@ LOOP_CHARS = 96
 """A text cut at max_tokens whose last this-many characters (or more) are one run repeated at least three
 times is a loop (what a backend without a loop guard, such as vLLM or an HTTP server, returns from a judge
 that looped until its cap): it is read as a loop-stopped answer, not as a truncated one."""
+
+MAX_JSON_DEPTH = 64
+"""Most brackets a judge's JSON may nest (a prompt's output nests three). A reply nested deeper is not read
+as JSON: its score is NaN with the reason, and one WARNING says so. Reading it would recurse past Python's
+limit, and looking for a JSON value from each of its brackets in turn would take quadratic time (hours
+for 200,000 `[`)."""
 
 VERDICT_THRESHOLD = 0.5
 """A yes/no verdict holds when p(positive label) is above this, strictly: a judge torn 50/50 does not count
@@ -270,7 +279,17 @@ class PromptSpec(Generic[In, Out]):
             if repeats(result.text, LOOP_CHARS):
                 return self._salvage(result.text, "until max_tokens")
             return ParseFailure(result.text, "truncated: the judge reached max_tokens; raise max_tokens")
-        data = extract_json(result.text)
+        try:
+            data = _first_json(result.text)
+        except _JsonTooDeep:
+            logger.warning(
+                "A judge reply to %s (%d characters) nests brackets more than %d deep; it is not read as "
+                "JSON, and what it answers scores NaN.",
+                self.tag,
+                len(result.text),
+                MAX_JSON_DEPTH,
+            )
+            return ParseFailure(result.text, f"parse_failure: {_TOO_DEEP}")
         if data is None:
             return ParseFailure(result.text, "parse_failure: no JSON object in the judge output")
         try:
@@ -468,22 +487,59 @@ def _brackets(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
         yield -1, '"'
 
 
-def _balanced(text: str, start: int) -> str | None:
-    """The balanced {...} or [...] starting at `start`, skipping brackets inside strings."""
-    stack: list[str] = []
+class _JsonTooDeep(ValueError):
+    """A judge's text nests brackets more than `MAX_JSON_DEPTH` deep."""
+
+
+_TOO_DEEP = f"the judge output nests brackets more than {MAX_JSON_DEPTH} deep"
+
+
+def _balanced_blocks(text: str) -> Iterator[str]:
+    """For each `{` or `[` of `text` in turn, the balanced block it starts, skipping brackets inside
+    strings (those whose brackets do not balance are left out).
+
+    One scan from a bracket settles every bracket it opens on the way, since a scan from one of those
+    would read the same characters the same way: so each character is scanned about once, not once per
+    bracket before it.
+
+    Raises:
+        _JsonTooDeep: a block nests more than `MAX_JSON_DEPTH` deep.
+    """
+    ends: dict[int, int | None] = {}
+    """Where the block that each settled bracket starts ends (None: it never closes)."""
+    for start, ch in enumerate(text):
+        if ch not in "{[":
+            continue
+        if start not in ends:
+            _settle(text, start, ends)
+        end = ends[start]
+        if end is not None:
+            yield text[start : end + 1]
+
+
+def _settle(text: str, start: int, ends: dict[int, int | None]) -> None:
+    """Scan from the bracket at `start` until its block closes, a bracket closes the wrong one, or the
+    text ends, and note in `ends` where each bracket opened on the way closes (None: not in this scan)."""
+    stack: list[tuple[int, str]] = []
     for i, ch in _brackets(text, start):
         if ch in "{[":
-            stack.append("}" if ch == "{" else "]")
+            stack.append((i, "}" if ch == "{" else "]"))
+            if len(stack) > MAX_JSON_DEPTH:
+                raise _JsonTooDeep(_TOO_DEEP)
         elif ch in "}]":
-            if not stack or stack.pop() != ch:
-                return None
+            if stack[-1][1] != ch:
+                break
+            opened, _ = stack.pop()
+            ends.setdefault(opened, i)
             if not stack:
-                return text[start : i + 1]
-    return None
+                return
+    for opened, _ in stack:
+        ends.setdefault(opened, None)
 
 
 def extract_json(text: str) -> object | None:
-    """The first JSON object or array in `text`, or None.
+    """The first JSON object or array in `text`, or None (also where it nests more than `MAX_JSON_DEPTH`
+    deep).
 
     >>> extract_json('Sure! ```json\\n{"a": [1, 2]}\\n``` done')
     {'a': [1, 2]}
@@ -491,19 +547,24 @@ def extract_json(text: str) -> object | None:
     {'statements': ['北京是首都']}
     >>> extract_json('no json here') is None
     True
+    >>> extract_json("[" * 200_000) is None
+    True
     """
+    try:
+        return _first_json(text)
+    except _JsonTooDeep:
+        return None
+
+
+def _first_json(text: str) -> object | None:
+    """`extract_json`, raising `_JsonTooDeep` for text that nests more than `MAX_JSON_DEPTH` deep."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     for candidate in candidates:
         for source in (candidate, candidate.translate(_FULL_WIDTH)):
-            for start, ch in enumerate(source):
-                if ch not in "{[":
-                    continue
-                block = _balanced(source, start)
-                if block is None:
-                    continue
+            for block in _balanced_blocks(source):
                 try:
                     return json.loads(block)
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):  # not JSON; an integer of 4,300+ digits
                     continue
     return None
 
@@ -525,11 +586,11 @@ def salvage_json(text: str) -> object | None:
     for cut in reversed(cuts[-64:]):
         head = body[:cut]
         closers = _closers(head)
-        if closers is None:
+        if closers is None or len(closers) > MAX_JSON_DEPTH:
             continue
         try:
             return json.loads(head + closers)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON; an integer of 4,300+ digits
             continue
     return None
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from ascend_eval.api import evaluate as ascend_evaluate
 from ascend_eval.data import Dataset, load_dataset
 from ascend_eval.metrics import Metric, MetricResult
+from ascend_eval.models.checks import CHUNK_SIZE
 from ascend_eval.models.errors import BACKEND_ERROR, BackendError, ConfigError
 from ascend_eval.models.factory import resolve
 from ascend_eval.models.spec import ModelSpec
@@ -77,11 +78,19 @@ def _check_unsupported(callbacks: Any, return_executor: bool) -> None:
 
 
 def _check_batch_size(batch_size: Any) -> None:
-    """RAGAS's batch_size becomes our chunk_size: None or a positive integer (not a bool)."""
+    """RAGAS's batch_size becomes our chunk_size: None or a positive integer (not a bool) up to
+    `CHUNK_SIZE`'s bound."""
     if batch_size is not None and (
         isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
     ):
         _refuse("batch_size", batch_size, "pass a positive integer (requests per backend call) or None.")
+    if batch_size is not None and batch_size > CHUNK_SIZE.most:
+        _refuse(
+            "batch_size",
+            batch_size,
+            f"over its bound of {CHUNK_SIZE.most:,} requests per backend call ({CHUNK_SIZE.why}). Lower "
+            f"it to {CHUNK_SIZE.most:,} or less.",
+        )
 
 
 def _plan_groups(
@@ -251,7 +260,7 @@ def evaluate(
             `BackendError` naming the first failed sample and metric, after the run.
         column_map: RAGAS's column name -> your dataset's column, e.g. {"user_input": "question"}.
         show_progress: show a progress bar.
-        batch_size: at most this many requests per backend call (None: 1024).
+        batch_size: at most this many requests per backend call (None: 1024; at most 65,536).
         _run_id, _pbar, allow_nest_asyncio: accepted for RAGAS's signature; unused.
         return_executor: not supported (an error when True).
         cross_encoder, device, cache_dir, language, judge_mode, on_round: as in `ascend_eval.evaluate`.

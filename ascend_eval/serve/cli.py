@@ -126,7 +126,7 @@ def add_parser(sub: Any) -> None:
         help="a folder jobs may read dataset and corpus files from (repeatable; default "
         "$ASCEND_EVAL_DATA_DIRS, else ~/.cache/ascend-eval/data); files elsewhere are refused (422)",
     )
-    serve.add_argument("--concurrency", type=int, default=1, help="jobs run at once (default 1)")
+    serve.add_argument("--concurrency", type=int, default=1, help="jobs run at once (default 1, at most 64)")
     serve.add_argument(
         "--token-secret",
         default=TOKEN_SECRET,

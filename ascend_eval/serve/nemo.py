@@ -48,6 +48,12 @@ _TASK_PARAMS = (
     "judge_max_workers",
     "corpus",
 )
+_JUDGE_LIMITS = {
+    "request_timeout": "judge_timeout",
+    "max_retries": "judge_max_retries",
+    "parallelism": "judge_max_workers",
+}
+"""Our judge_llm's settings -> the task params NeMo names them by (a 422 names the one in the body)."""
 _CONFIG_PARAMS = ("max_tokens", "temperature", "top_p", "extra")
 _ENDPOINT = ("url", "model_id", "api_key", "format")
 _RETRIEVAL = ("recall_", "ndcg", "map_", "mrr", "precision_", "bleu", "rouge", "em", "f1")
@@ -278,11 +284,7 @@ def translate_v1(config: Any, target: Any, *, job_id: str, loc: Loc = ("body",))
     if "judge_llm" in params:
         at = (*task_loc, "params", "judge_llm")
         judge = {"model": models.ref(params["judge_llm"], at, "judge-llm")}
-        for ours, theirs in (
-            ("request_timeout", "judge_timeout"),
-            ("max_retries", "judge_max_retries"),
-            ("parallelism", "judge_max_workers"),
-        ):
+        for ours, theirs in _JUDGE_LIMITS.items():
             if params.get(theirs) is not None:
                 judge[ours] = params[theirs]
         metric_params["judge_llm"] = judge
@@ -389,6 +391,10 @@ def check_spec(spec: Any, *, loc: Loc, params_loc: Loc | None = None) -> None:
                 continue  # `dataset` is a string or an object: the object's errors say more
             if params_loc is None:
                 at = (*loc, *where)
+            elif where[:3] in {("metric_params", "judge_llm", ours) for ours in _JUDGE_LIMITS}:
+                theirs = _JUDGE_LIMITS[str(where[2])]
+                at = (*params_loc, theirs)
+                msg = msg.replace(f"{where[2]}=", f"{theirs}=", 1)
             elif where[:1] == ("metric_params",):
                 at = (*params_loc, *where[1:])
             else:  # "judge_llm is required" and the like are about the task's params

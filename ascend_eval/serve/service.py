@@ -25,6 +25,7 @@ from ascend_eval.jobs.secrets import (
     origins,
     secret_env_var,
 )
+from ascend_eval.models.checks import SERVED_JOBS
 from ascend_eval.models.errors import ConfigError, DataError
 from ascend_eval.serve import views
 from ascend_eval.serve.nemo import (
@@ -66,12 +67,16 @@ class Settings:
     token: str
     secrets_dir: Path | None = None
     concurrency: int = 1
+    """Jobs run at once (`--concurrency`): from 1 to 64 (`ascend_eval.models.checks.SERVED_JOBS`)."""
     max_body_bytes: int = 16 * 1024 * 1024
     token_secret: str | None = None
     """The secret that holds the token (or would, when it comes from `ASCEND_EVAL_SERVE_TOKEN`); the
     secrets API does not show, replace or delete it, nor the default `serve-token`."""
     data_dirs: tuple[Path, ...] | None = None
     """The folders jobs may read local files from (dataset and corpus paths); None: any file."""
+
+    def __post_init__(self) -> None:
+        SERVED_JOBS.check("--concurrency", self.concurrency)
 
 
 class SecretIn(BaseModel):

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ascend_eval.models.base import EmbedKind
-from ascend_eval.models.checks import device_spec, embed_texts, model_path, positive_int
+from ascend_eval.models.checks import BATCH_SIZE, device_spec, embed_texts, model_path, positive_int
 from ascend_eval.models.device import Precision, resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
 from ascend_eval.models.weights.paths import local_model_id
@@ -107,7 +107,7 @@ class TorchEmbedderConfig:
     device: str | None = None
     """"auto", "cpu", "cuda[:N]" or "npu[:N]"; None defers to ASCEND_EVAL_DEVICE, then auto-detection."""
     batch_size: int = 64
-    """Texts per forward pass."""
+    """Texts per forward pass; at most 4,096 (`checks.BATCH_SIZE`)."""
     query_prompt: str | None = None
     """Prepended to texts embedded with kind="query". None takes the model's own "query" prompt from its
     config_sentence_transformers.json (none if it has none); "" forces no prompt."""
@@ -119,7 +119,7 @@ class TorchEmbedderConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", model_path(self.model))
-        positive_int("batch_size", self.batch_size)
+        BATCH_SIZE.check("batch_size", self.batch_size)
         for name in ("query_prompt", "document_prompt"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):

@@ -17,7 +17,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ascend_eval.models.checks import device_spec, model_path, positive_int, score_pairs
+from ascend_eval.models.checks import BATCH_SIZE, device_spec, model_path, positive_int, score_pairs
 from ascend_eval.models.device import resolve_device
 from ascend_eval.models.embedder.sentence_transformers import (
     check_model_dir,
@@ -62,7 +62,7 @@ class TorchRerankerConfig:
     device: str | None = None
     """"auto", "cpu", "cuda[:N]" or "npu[:N]"; None defers to ASCEND_EVAL_DEVICE, then auto-detection."""
     batch_size: int = 64
-    """Pairs per forward pass."""
+    """Pairs per forward pass; at most 4,096 (`checks.BATCH_SIZE`)."""
     activation: Activation = "sigmoid"
     """"sigmoid" maps the logit to (0, 1); "none" returns the raw logit."""
     max_length: int | None = None
@@ -70,7 +70,7 @@ class TorchRerankerConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", model_path(self.model))
-        positive_int("batch_size", self.batch_size)
+        BATCH_SIZE.check("batch_size", self.batch_size)
         if self.activation not in ("sigmoid", "none"):
             raise ConfigError(f"activation={self.activation!r}; valid: 'sigmoid', 'none'.")
         positive_int("max_length", self.max_length, optional=True)

@@ -506,31 +506,48 @@ def test_no_single_byte_change_to_a_row_is_ever_read_back_as_an_answer(tmp_path,
         assert cache.get_many([(key, request_)]) == {}
 
 
-def test_an_older_cache_without_checksums_is_migrated_once(tmp_path, caplog):
-    """A cache written before rows had checksums: its rows are used (a re-run does not pay again), get a
-    checksum on first open, and from then on a change to them is caught."""
-    path = tmp_path / "old.sqlite"
+def _old_cache(path: Path, extra: dict[str, tuple[str | None, bytes | None]] | None = None) -> list[str]:
+    """A cache as the release before checksums wrote it (no checksum column, no recorded layout), with one
+    well-formed answer of each kind and the rows `extra`; the answers' keys."""
     db = sqlite3.connect(path)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("CREATE TABLE results (key TEXT PRIMARY KEY, tag TEXT, body TEXT, blob BLOB)")
+    keys = []
     for request_, result in KINDS:
         body, blob = codec_for(request_).encode(result)
-        db.execute("INSERT INTO results VALUES (?, ?, ?, ?)", (request_key(request_, "m"), "", body, blob))
+        keys.append(request_key(request_, "m"))
+        db.execute("INSERT INTO results VALUES (?, ?, ?, ?)", (keys[-1], "", body, blob))
+    for key, (body, blob) in (extra or {}).items():
+        db.execute("INSERT INTO results VALUES (?, ?, ?, ?)", (key, "", body, blob))
     db.commit()
     db.close()
+    return keys
+
+
+def test_an_older_cache_without_checksums_is_upgraded_once_and_its_rows_asked_again(tmp_path, caplog):
+    """A cache written before rows had checksums: nothing can verify its rows, so none is used (before,
+    its well-formed rows were signed and trusted: issue 48, item 10). It gets its checksum column and
+    layout on first open, once, with a WARNING naming the file and the count; what is stored from then on
+    is verified like any cache's rows."""
+    path = tmp_path / "old.sqlite"
+    keys = _old_cache(path, {"cut": ('{"text": "The sky', None), "no body": (None, None)})
     items = [(request_key(r, "m"), r) for r, _ in KINDS]
     with caplog.at_level(logging.INFO, logger="ascend_eval.engine"), RequestCache(path) as cache:
-        found = cache.get_many(items)
-    assert "Added checksums to the 4 rows" in caplog.text
-    assert all(equal(found[request_key(r, "m")], v) for r, v in KINDS)
-    generate_key = items[0][0]
-    rewrite(
-        path, generate_key, json.dumps({**json.loads(rows(path, "body LIKE '%text%'")[0][1]), "text": "x"})
-    )
+        assert cache.get_many(items) == {}  # well-formed or not, unverifiable: asked again
+        assert len(cache) == 0
+        cache.put_many([(k, r, v) for (k, r), (_, v) in zip(items, KINDS, strict=True)])
+    [upgrade] = [r for r in caplog.records if "has no checksums" in r.getMessage()]
+    assert upgrade.levelno == logging.WARNING and str(path) in upgrade.getMessage()
+    assert f"its {len(keys) + 2} rows cannot be verified" in upgrade.getMessage()
+    assert _layout(path) == cache_module.CACHE_LAYOUT
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="ascend_eval.engine"), RequestCache(path) as cache:
-        assert set(cache.get_many(items)) == {k for k, _ in items[1:]}
-    assert "Added checksums" not in caplog.text  # once: the cache now records that it has them
+        found = cache.get_many(items)
+    assert all(equal(found[request_key(r, "m")], v) for r, v in KINDS)
+    assert "has no checksums" not in caplog.text  # once: the cache now records that it has them
+    rewrite(path, keys[0], json.dumps({**json.loads(rows(path, "body LIKE '%text%'")[0][1]), "text": "x"}))
+    with RequestCache(path) as cache:
+        assert set(cache.get_many(items)) == set(keys[1:])
 
 
 def _layout(path: Path) -> int:
@@ -566,47 +583,35 @@ def test_a_cache_whose_checksum_column_was_dropped_is_refused_never_scored(prime
     assert columns == ["key", "tag", "body", "blob"]  # refused as found: nothing added, nothing signed
 
 
-def test_an_older_cache_is_upgraded_without_signing_rows_that_are_not_answers(tmp_path, caplog):
-    """A cache genuinely written before checksums (no recorded layout, no checksum column): its rows
-    cannot be verified, so only those that are well-formed answers of some kind are signed and kept; the
-    others are deleted, never signed (before, every row got a checksum, whatever it held)."""
-    path = tmp_path / "old.sqlite"
+def test_a_cache_whose_checksum_column_was_dropped_and_layout_reset_is_asked_again(primed, caplog):
+    """Issue 48, item 10: with its checksum column dropped *and* `PRAGMA user_version=0`, a cache this
+    version wrote looks like one made before checksums, and its well-formed rows (statement lists cut
+    short among them) were signed and scored with 0 requests sent. No upgrade signs a row it cannot
+    verify now: every request is asked again, and the scores are a fresh run's."""
+    scores, folder = primed
+    path = folder / CACHE_FILE
     db = sqlite3.connect(path)
-    db.execute("CREATE TABLE results (key TEXT PRIMARY KEY, tag TEXT, body TEXT, blob BLOB)")
-    good = []
-    for request_, result in KINDS:
-        body, blob = codec_for(request_).encode(result)
-        good.append(request_key(request_, "m"))
-        db.execute("INSERT INTO results VALUES (?, ?, ?, ?)", (good[-1], "", body, blob))
-    bad = {
-        "cut": ('{"text": "The sky', None),
-        "probability over one": (
-            '{"labels": ["0", "1"], "probs": [0.5, 1.5], "prompt_tokens": 3, "error": null}',
-            None,
-        ),
-        "failure kept as an answer": (
-            json.dumps(dict(text="", finish_reason="error", prompt_tokens=0, completion_tokens=0, error="x")),
-            None,
-        ),
-        "short vector": ('{"dim": 3}', b"\x00" * 8),
-        "score as text": ('{"score": "high"}', None),
-        "no body": (None, None),
-    }
-    for name, (body, blob) in bad.items():
-        db.execute("INSERT INTO results VALUES (?, ?, ?, ?)", (name, "", body, blob))
+    db.execute("ALTER TABLE results DROP COLUMN checksum")
+    extractions = db.execute("SELECT key, body FROM results WHERE tag LIKE 'statements@%'").fetchall()
+    assert extractions
+    for key, body in extractions:  # each answer loses its invented claim: well-formed, and scores rise
+        row = json.loads(body)
+        kept = {"statements": json.loads(row["text"])["statements"][:1]}
+        db.execute(
+            "UPDATE results SET body = ? WHERE key = ?", (json.dumps({**row, "text": json.dumps(kept)}), key)
+        )
+    db.execute("PRAGMA user_version = 0")
     db.commit()
     db.close()
-    with caplog.at_level(logging.INFO, logger="ascend_eval.engine"), RequestCache(path) as cache:
-        found = cache.get_many([(request_key(r, "m"), r) for r, _ in KINDS])
-    assert all(equal(found[request_key(r, "m")], v) for r, v in KINDS)
-    db = sqlite3.connect(path)
-    kept = dict(db.execute("SELECT key, checksum FROM results").fetchall())
-    db.close()
-    assert set(kept) == set(good) and all(kept.values())  # the others are gone, not signed
-    [upgrade] = [r for r in caplog.records if "Added checksums" in r.getMessage()]
-    assert upgrade.levelno == logging.WARNING and str(path) in upgrade.getMessage()
-    assert f"deleted the {len(bad)} rows that are not well-formed answers" in upgrade.getMessage()
+    _, fresh_sent, _, _ = run(folder.parent / "fresh")
+    with caplog.at_level(logging.WARNING, logger="ascend_eval.engine"):
+        again, sent, judge, embedder = run(folder)
+    assert same_scores(again, scores)
+    assert sent == fresh_sent > 0 and judge.calls and embedder.calls  # all asked again, none reused
+    assert any("has no checksums" in r.getMessage() and str(path) in r.getMessage() for r in caplog.records)
     assert _layout(path) == cache_module.CACHE_LAYOUT
+    # and the run after that is answered from the rows the upgrade's run stored, verified
+    assert run(folder)[1] == 0
 
 
 def test_a_cache_with_checksums_but_no_recorded_layout_is_stamped_and_used(primed):

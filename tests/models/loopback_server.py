@@ -43,6 +43,12 @@ class Reply:
     content_type: str = "application/json"
     reason: str | None = None
     """The status line's reason phrase (None: the standard one for the status)."""
+    trickle: float = 0.0
+    """Send the response one byte every this many seconds (until it is all sent, the client hangs up or
+    the server closes): a server, or a proxy, that never goes quiet for a whole read timeout."""
+    trickle_headers: bool = False
+    """With `trickle`: trickle from the status line on; otherwise the headers go at once, then the body
+    trickles."""
 
 
 @dataclass(frozen=True)
@@ -169,12 +175,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
             if isinstance(payload, (dict, list)):
                 payload = json.dumps(payload)
             data = payload.encode("utf-8") if isinstance(payload, str) else (payload or b"")
+            if reply.trickle and reply.trickle_headers:
+                self._trickle(server, self._head(reply, data) + data, reply.trickle)
+                return
             self.send_response(reply.status, reply.reason)
             self.send_header("Content-Type", reply.content_type)
             self.send_header("Content-Length", str(len(data)))
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.end_headers()
+            if reply.trickle:
+                self._trickle(server, data, reply.trickle)
+                return
             if reply.close_after is not None:
                 self.wfile.write(data[: reply.close_after])
                 self.close_connection = True  # the rest never comes: the client sees the connection close
@@ -184,6 +196,22 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True  # the client gave up waiting (a timeout test); nothing to answer
         finally:
             server.end()
+
+    def _head(self, reply: Reply, data: bytes) -> bytes:
+        """The status line and headers `send_response` would write, as bytes."""
+        reason = reply.reason if reply.reason is not None else self.responses.get(reply.status, ("",))[0]
+        lines = [f"{self.protocol_version} {reply.status} {reason}", f"Content-Type: {reply.content_type}"]
+        lines += [f"Content-Length: {len(data)}", *(f"{k}: {v}" for k, v in reply.headers.items())]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def _trickle(self, server: LoopbackServer, data: bytes, every: float) -> None:
+        """Write `data` a byte at a time, `every` seconds apart; stop when the server closes."""
+        for i in range(len(data)):
+            if server.closing.wait(every):
+                break
+            self.wfile.write(data[i : i + 1])
+            self.wfile.flush()
+        self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         pass

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.models.base import LOOP_GUARD
+from ascend_eval.models.checks import BATCH_SIZE
 from ascend_eval.models.errors import ConfigError, MissingDependencyError
 from ascend_eval.models.judge.base import check_judge_model
 
@@ -37,7 +38,7 @@ class TorchJudgeConfig:
     rows x longest rest), though its KV cache still holds rows x full length. Lower it if a batch runs out
     of memory."""
     max_batch_size: int = 64
-    """Most rows in one batch, whatever the budget."""
+    """Most rows in one batch, whatever the budget; at most 4,096 (`checks.BATCH_SIZE`)."""
     max_model_len: int | None = None
     """Longest prompt plus output, in tokens; None means the model's `max_position_embeddings`. A prompt
     that does not fit fails alone (with an error in its result); generation stops there with "length"."""
@@ -72,8 +73,7 @@ class TorchJudgeConfig:
             raise ConfigError(f"TorchJudgeConfig.dtype={self.dtype!r} is not one of {list(_DTYPES)}.")
         if self.token_budget < 1:
             raise ConfigError(f"TorchJudgeConfig.token_budget must be >= 1, got {self.token_budget}.")
-        if self.max_batch_size < 1:
-            raise ConfigError(f"TorchJudgeConfig.max_batch_size must be >= 1, got {self.max_batch_size}.")
+        BATCH_SIZE.check("TorchJudgeConfig.max_batch_size", self.max_batch_size)
         if self.min_shared_prefix < 0:
             raise ConfigError(
                 f"TorchJudgeConfig.min_shared_prefix must be >= 0 (0 turns prefix sharing off), "
