@@ -12,13 +12,13 @@ from ascend_eval.prompts.base import (
     ParseFailure,
     PromptSpec,
     Verdict,
-    extract_json,
 )
 from ascend_eval.prompts.context_recall import CONTEXT_ATTRIBUTION
 from ascend_eval.prompts.context_relevance import RELEVANCE_JUDGE_1, RELEVANCE_JUDGE_2
 from ascend_eval.prompts.context_usefulness import CONTEXT_USEFUL, CONTEXT_USEFUL_VERDICT
 from ascend_eval.prompts.correctness import CORRECTNESS
 from ascend_eval.prompts.entities import ENTITIES
+from ascend_eval.prompts.json_text import extract_json
 from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SupportInput
 from ascend_eval.prompts.nli_json import STATEMENT_VERDICTS
 from ascend_eval.prompts.question_generation import RESPONSE_QUESTION

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -39,6 +38,14 @@ from ascend_eval.models.base import (
 )
 from ascend_eval.models.errors import BACKEND_ERROR
 from ascend_eval.prompts.calibration import Method, calibration_inputs
+from ascend_eval.prompts.json_text import (
+    MAX_JSON_DEPTH,
+    TOO_DEEP,
+    JsonTooDeep,
+    first_json,
+    salvage_json,
+    unique_items,
+)
 from ascend_eval.prompts.layout import PARTS, Part, SampleBlock, echoed, point, task_heading
 from ascend_eval.text.language import Language
 
@@ -52,12 +59,6 @@ LOOP_CHARS = 96
 """A text cut at max_tokens whose last this-many characters (or more) are one run repeated at least three
 times is a loop (what a backend without a loop guard, such as vLLM or an HTTP server, returns from a judge
 that looped until its cap): it is read as a loop-stopped answer, not as a truncated one."""
-
-MAX_JSON_DEPTH = 64
-"""Most brackets a judge's JSON may nest (a prompt's output nests three). A reply nested deeper is not read
-as JSON: its score is NaN with the reason, and one WARNING says so. Reading it would recurse past Python's
-limit, and looking for a JSON value from each of its brackets in turn would take quadratic time (hours
-for 200,000 `[`)."""
 
 VERDICT_THRESHOLD = 0.5
 """A yes/no verdict holds when p(positive label) is above this, strictly: a judge torn 50/50 does not count
@@ -251,7 +252,7 @@ class PromptSpec(Generic[In, Out]):
         data = salvage_json(text)
         if not isinstance(data, dict):
             return failure
-        data = {k: _unique(v) if isinstance(v, list) else v for k, v in data.items()}
+        data = {k: unique_items(v) if isinstance(v, list) else v for k, v in data.items()}
         try:
             return self.output.model_validate(data)
         except ValidationError:
@@ -280,8 +281,8 @@ class PromptSpec(Generic[In, Out]):
                 return self._salvage(result.text, "until max_tokens")
             return ParseFailure(result.text, "truncated: the judge reached max_tokens; raise max_tokens")
         try:
-            data = _first_json(result.text)
-        except _JsonTooDeep:
+            data = first_json(result.text)
+        except JsonTooDeep:
             logger.warning(
                 "A judge reply to %s (%d characters) nests brackets more than %d deep; it is not read as "
                 "JSON, and what it answers scores NaN.",
@@ -289,7 +290,7 @@ class PromptSpec(Generic[In, Out]):
                 len(result.text),
                 MAX_JSON_DEPTH,
             )
-            return ParseFailure(result.text, f"parse_failure: {_TOO_DEEP}")
+            return ParseFailure(result.text, f"parse_failure: {TOO_DEEP}")
         if data is None:
             return ParseFailure(result.text, "parse_failure: no JSON object in the judge output")
         try:
@@ -457,167 +458,6 @@ def yes_no_forms(
         sample_first=sample_first,
     )
     return classify, generate
-
-
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-# Full-width punctuation that judges sometimes emit in JSON structure when answering in Chinese.
-_FULL_WIDTH = str.maketrans(
-    {"“": '"', "”": '"', "：": ":", "，": ",", "｛": "{", "｝": "}", "［": "[", "］": "]"}
-)
-
-
-def _brackets(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
-    """Each bracket of `text[start:]` outside JSON strings, with its index; then `(-1, '"')` where the
-    text ends inside a string."""
-    in_string = escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[]}":
-            yield i, ch
-    if in_string:
-        yield -1, '"'
-
-
-class _JsonTooDeep(ValueError):
-    """A judge's text nests brackets more than `MAX_JSON_DEPTH` deep."""
-
-
-_TOO_DEEP = f"the judge output nests brackets more than {MAX_JSON_DEPTH} deep"
-
-
-def _balanced_blocks(text: str) -> Iterator[str]:
-    """For each `{` or `[` of `text` in turn, the balanced block it starts, skipping brackets inside
-    strings (those whose brackets do not balance are left out).
-
-    One scan from a bracket settles every bracket it opens on the way, since a scan from one of those
-    would read the same characters the same way: so each character is scanned about once, not once per
-    bracket before it.
-
-    Raises:
-        _JsonTooDeep: a block nests more than `MAX_JSON_DEPTH` deep.
-    """
-    ends: dict[int, int | None] = {}
-    """Where the block that each settled bracket starts ends (None: it never closes)."""
-    for start, ch in enumerate(text):
-        if ch not in "{[":
-            continue
-        if start not in ends:
-            _settle(text, start, ends)
-        end = ends[start]
-        if end is not None:
-            yield text[start : end + 1]
-
-
-def _settle(text: str, start: int, ends: dict[int, int | None]) -> None:
-    """Scan from the bracket at `start` until its block closes, a bracket closes the wrong one, or the
-    text ends, and note in `ends` where each bracket opened on the way closes (None: not in this scan)."""
-    stack: list[tuple[int, str]] = []
-    for i, ch in _brackets(text, start):
-        if ch in "{[":
-            stack.append((i, "}" if ch == "{" else "]"))
-            if len(stack) > MAX_JSON_DEPTH:
-                raise _JsonTooDeep(_TOO_DEEP)
-        elif ch in "}]":
-            if stack[-1][1] != ch:
-                break
-            opened, _ = stack.pop()
-            ends.setdefault(opened, i)
-            if not stack:
-                return
-    for opened, _ in stack:
-        ends.setdefault(opened, None)
-
-
-def extract_json(text: str) -> object | None:
-    """The first JSON object or array in `text`, or None (also where it nests more than `MAX_JSON_DEPTH`
-    deep).
-
-    >>> extract_json('Sure! ```json\\n{"a": [1, 2]}\\n``` done')
-    {'a': [1, 2]}
-    >>> extract_json('{“statements”：［“北京是首都”］}')
-    {'statements': ['北京是首都']}
-    >>> extract_json('no json here') is None
-    True
-    >>> extract_json("[" * 200_000) is None
-    True
-    """
-    try:
-        return _first_json(text)
-    except _JsonTooDeep:
-        return None
-
-
-def _first_json(text: str) -> object | None:
-    """`extract_json`, raising `_JsonTooDeep` for text that nests more than `MAX_JSON_DEPTH` deep."""
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for candidate in candidates:
-        for source in (candidate, candidate.translate(_FULL_WIDTH)):
-            for block in _balanced_blocks(source):
-                try:
-                    return json.loads(block)
-                except (ValueError, RecursionError):  # not JSON; an integer of 4,300+ digits
-                    continue
-    return None
-
-
-def salvage_json(text: str) -> object | None:
-    """The JSON object that `text`, cut off inside a list, holds up to its last complete list item, with
-    the open brackets closed; None where no such cut parses.
-
-    >>> salvage_json('{"statements": ["A.", "B.", "B.", "B')
-    {'statements': ['A.', 'B.', 'B.']}
-    >>> salvage_json('{"statements": ["A') is None
-    True
-    """
-    start = text.find("{")
-    if start < 0:
-        return None
-    body = text[start:]
-    cuts = [m.start() + 1 for m in re.finditer(r'["\]}\d]\s*,', body)]
-    for cut in reversed(cuts[-64:]):
-        head = body[:cut]
-        closers = _closers(head)
-        if closers is None or len(closers) > MAX_JSON_DEPTH:
-            continue
-        try:
-            return json.loads(head + closers)
-        except (ValueError, RecursionError):  # not JSON; an integer of 4,300+ digits
-            continue
-    return None
-
-
-def _closers(head: str) -> str | None:
-    """The brackets that close what `head` left open, or None where it ends inside a string."""
-    stack: list[str] = []
-    for _, ch in _brackets(head):
-        if ch == '"':
-            return None
-        if ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-        elif stack:
-            stack.pop()
-    return "".join(reversed(stack))
-
-
-def _unique(items: list[object]) -> list[object]:
-    """`items` with each repeat after the first dropped, in order."""
-    seen: set[str] = set()
-    out = []
-    for item in items:
-        key = json.dumps(item, sort_keys=True, ensure_ascii=False)
-        if key not in seen:
-            seen.add(key)
-            out.append(item)
-    return out
 
 
 def written_texts(answer: BaseModel) -> list[str]:
