@@ -36,6 +36,7 @@ from typing import Any
 
 from ascend_eval.prompts.layout import echoed
 from benchmarks.fidelity import LOWER_IS_BETTER, METRICS, right
+from benchmarks.fidelity_table import pairs_from_log
 
 REPO = Path(__file__).resolve().parents[1]
 RESAMPLES = 2000
@@ -74,12 +75,12 @@ def paired_interval(before: Sequence[bool], after: Sequence[bool], *, seed: int 
 
 
 def _key(pair: dict[str, Any]) -> tuple[str, str, str]:
-    return (pair.get("source", ""), pair["id"], pair["property"])
+    return (pair["id"], pair["property"], pair["language"])
 
 
 def length(pair: dict[str, Any]) -> str:
-    """ "long" for the project's long pairs, else "short"."""
-    return "long" if pair.get("source", "").startswith("long") else "short"
+    """ "long" for the project's long pairs (source "long-LANG", ids "LANG-long-..."), else "short"."""
+    return "long" if pair.get("source", "").startswith("long") or "-long-" in pair["id"] else "short"
 
 
 def _scores(pair: dict[str, Any], variant: str | None) -> dict[str, list[float]]:
@@ -188,6 +189,10 @@ def markdown(verdict: dict[str, Any]) -> str:
 
 
 def _pairs(path: Path) -> list[dict[str, Any]]:
+    """A fidelity run's pairs: its `--out` file, or its log for a run stopped before it wrote one (each
+    group it finished, under the variant "ours", without what the judge wrote)."""
+    if path.suffix in (".log", ".txt"):
+        return pairs_from_log(path.read_text(encoding="utf-8").splitlines())
     return json.loads(path.read_text(encoding="utf-8"))["pairs"]
 
 
