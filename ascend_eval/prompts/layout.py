@@ -305,14 +305,19 @@ def _layout_wording() -> re.Pattern[str]:
 
 _LAYOUT_WORDING = _layout_wording()
 _NOT_WORD = re.compile(r"[\W_]+")
+QUESTION_PIECE = 16
+"""A written item whose letters (without case, spaces or punctuation) are this many or more and stand in the
+sample's question as they are is a piece of the question copied back: on a long answer pointed to sample
+first, the judge wrote "What happened in the fire at Ostrand station in February 2009?" and "How did the
+wintering team get off the island?", the two halves of the question, as the answer's statements."""
 
 
 def echoed(texts: Sequence[str], question: str = "") -> str | None:
     """Why the texts a judge wrote (statements, entities, a question) are the prompt read back rather than
     an answer, or None: one of them repeats the layout's wording (a pointer or a heading), or is the
-    sample's `question` itself (compared without case, spaces or punctuation). A judge asked to rewrite a
-    long answer that the prompt pointed to wrote the pointer back as its statements; such an answer is
-    unreadable, never a score.
+    sample's `question` or a piece of it (`QUESTION_PIECE`; compared without case, spaces or punctuation).
+    A judge asked to rewrite a long answer that the prompt pointed to wrote the pointer back as its
+    statements; such an answer is unreadable, never a score.
 
     >>> echoed(["The river is 300 km long.", "the answer in the sample above"])
     "the judge wrote the prompt's own wording ('the answer in the sample above') instead of its answer"
@@ -320,6 +325,8 @@ def echoed(texts: Sequence[str], question: str = "") -> str | None:
     "the judge wrote the prompt's own wording ('上方样本中的问题') instead of its answer"
     >>> echoed(["Who built it?"], question="who built it ?")
     "the judge wrote the sample's question ('Who built it?') as its answer"
+    >>> echoed(["How did they leave the island?"], question="What burned? How did they leave the island?")
+    "the judge wrote the sample's question ('How did they leave the island?') as its answer"
     >>> echoed(["Paris is the capital of France."], question="What is the capital of France?") is None
     True
     """
@@ -328,7 +335,8 @@ def echoed(texts: Sequence[str], question: str = "") -> str | None:
         found = _LAYOUT_WORDING.search(text)
         if found:
             return f"the judge wrote the prompt's own wording ({found.group(0)!r}) instead of its answer"
-        if asked and _NOT_WORD.sub("", text).casefold() == asked:
+        letters = _NOT_WORD.sub("", text).casefold()
+        if asked and (letters == asked or (len(letters) >= QUESTION_PIECE and letters in asked)):
             return f"the judge wrote the sample's question ({_short(text)!r}) as its answer"
     return None
 

@@ -25,6 +25,12 @@ from ascend_eval.prompts.layout import SampleBlock, echoed
 from tests.conftest import sample_input, split_sentences
 
 LONG_PAIRS = Path(__file__).parents[2] / "benchmarks" / "data"
+RECORDED = Path(__file__).parent / "data" / "recorded_statements.jsonl"
+"""Every distinct answer Qwen2.5-Coder-1.5B gave to the statements prompt of the long faithfulness pairs'
+24 samples laid out sample first with pointers (the library before the fix, behind one vLLM CPU server,
+2026-12-06): its text, the pair's question, whether a person reads it as the prompt read back ("echo"), and
+how many of the 24 samples got it ("times"). 21 of 24 did: all 12 Chinese ones and 9 of the 12 English, one
+of them as a real list of statements with "The answer in the sample above" at its end."""
 
 RECORDED_ECHOES = {
     "zh": ["上方样本中的问题", "上方样本中的回答"],
@@ -49,6 +55,20 @@ def long_sample(language: str, prop: str = "faithfulness") -> dict:
 
 
 WRITERS = [spec for spec in PROMPTS.values() if isinstance(spec, PromptSpec) and spec.writes_from]
+
+
+def test_the_guard_reads_every_recorded_echo_of_a_long_answer_as_one_and_no_real_statements():
+    from ascend_eval.models.base import GenerateResult
+    from ascend_eval.prompts.statements import read_statements
+
+    recorded = [json.loads(line) for line in RECORDED.read_text(encoding="utf-8").splitlines()]
+    assert sum(r["times"] for r in recorded) == 24 and sum(r["times"] for r in recorded if r["echo"]) == 21
+    for r in recorded:
+        read = read_statements(GenerateResult(r["text"], "stop"), question=r["question"], ragas_compat=False)
+        if r["echo"]:
+            assert getattr(read, "reason", "").startswith("echo: "), r["text"]
+        else:
+            assert isinstance(read, list) and len(read) >= 10, r["text"]
 
 
 def test_the_writers_are_the_prompts_that_copy_or_rewrite_a_text():
