@@ -26,6 +26,7 @@ from ascend_eval.jobs.secrets import (
     secret_env_var,
 )
 from ascend_eval.models.errors import ConfigError, DataError
+from ascend_eval.models.scrub import CONTROLS
 from ascend_eval.serve import views
 from ascend_eval.serve.nemo import (
     BodyError,
@@ -72,6 +73,30 @@ class Settings:
     secrets API does not show, replace or delete it, nor the default `serve-token`."""
     data_dirs: tuple[Path, ...] | None = None
     """The folders jobs may read local files from (dataset and corpus paths); None: any file."""
+
+
+MAX_NAME_CHARS = 256
+"""The longest job name a REST body may give: a label, shown on one line by `ascend-eval job list`."""
+
+
+def _check_name(name: Any) -> None:
+    """Refuse a job name that is not a string, longer than `MAX_NAME_CHARS` or holding a control
+    character (an escape sequence, a line break, a bidi control): `job list` prints names on a terminal,
+    where such a name could forge rows or retitle the window. Raises `BodyError` (422)."""
+    if name is None:
+        return
+    if not isinstance(name, str):
+        why = f"the job name must be a string, got {type(name).__name__}"
+    elif len(name) > MAX_NAME_CHARS:
+        why = f"the job name is {len(name):,} characters; at most {MAX_NAME_CHARS} are allowed"
+    elif (found := CONTROLS.search(name)) is not None:
+        why = (
+            f"the job name holds the control character {found.group()!a} at character {found.start()}; "
+            "use printable text on one line"
+        )
+    else:
+        return
+    raise BodyError([(("body", "name"), why)])
 
 
 class SecretIn(BaseModel):
@@ -167,6 +192,7 @@ class Service:
             BodyError: the body is not a job (422).
         """
         check_text(body)
+        _check_name(body.get("name"))
         fields = _V1_FIELDS if api == "v1" else _V2_FIELDS
         job_id = f"eval-{random_tokens.token_hex(8)}"
         translation, shape = self._translate(body, api, fields, job_id)

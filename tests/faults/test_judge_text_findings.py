@@ -5,6 +5,7 @@ codes in a server's error body reached the terminal and the REST job log as they
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ import pytest
 import ascend_eval
 from ascend_eval.metrics.base import RAW_HEAD, RAW_TAIL, MetricResult
 from ascend_eval.models.judge.replay import ReplayJudge
+from ascend_eval.models.spec import ModelSpec
+from tests.models.loopback_server import CHAT, LoopbackServer, Reply
 
 HUGE = 5_000_000
 """Characters of the judge's reply: any size over the bound shows it (the issue's was 50 MB)."""
@@ -64,3 +67,22 @@ def test_a_stored_excerpt_is_read_back_unchanged_and_short_replies_stay_whole():
     assert again.details == cut.details and cut.details["raw_chars"] == 10_000
     short = MetricResult.nan("parse_failure: x", raw="y" * (RAW_HEAD + RAW_TAIL))
     assert short.details == {"raw": "y" * (RAW_HEAD + RAW_TAIL)}  # whole, and no raw_chars
+
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\x1b[31mFAKE ROW\r\n\x9b1mC1\x00\x7f"
+
+
+def test_escape_codes_in_a_servers_error_body_reach_no_message_or_log(caplog):
+    with LoopbackServer() as server:
+        reply = Reply(f"bad request {ESCAPES} end", status=400, content_type="text/plain")
+        server.route(CHAT, lambda body: reply)
+        with caplog.at_level(logging.WARNING, logger="ascend_eval"):
+            judge = ModelSpec(model=server.url + "/v1", served_model_name="judge")
+            result = ascend_eval.evaluate([ROW], "faithfulness", judge=judge, cache_dir=False, progress=False)
+    [reason] = result.nan_reasons("faithfulness")
+    assert "HTTP 400" in reason and "bad request" in reason and "end" in reason
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "bad request" in logged
+    for text in (reason, logged):
+        assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in text.replace("\n", "")), repr(text)
+        assert "\\x1b]0;owned" in text  # shown as an escape, so the reader sees what the server sent

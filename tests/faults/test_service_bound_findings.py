@@ -1,0 +1,147 @@
+"""The REST service tried as a hostile client would, issue 48: what a client names (a job's name, a local
+model path, a log cursor, a timeout) and what a judge sends back must stay within bounds before it is
+stored, printed or followed."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from ascend_eval.cli.main import main
+from ascend_eval.jobs import Jobs
+from tests.jobs.conftest import inline_spec_for
+from tests.models.loopback_server import CHAT, LoopbackServer, Reply
+from tests.serve.conftest import Server, wait_for
+
+pytest.importorskip("fastapi", reason="ascend-eval serve needs the serve extra")
+pytest.importorskip("uvicorn", reason="ascend-eval serve needs the serve extra")
+
+JUDGE = "http://127.0.0.1:9/v1/chat/completions"  # never called unless a test says so
+ROWS = [
+    {
+        "question": "What is the capital of France?",
+        "contexts": ["Paris is the capital city of France."],
+        "answer": "Paris is the capital city of France.",
+        "ground_truth": "Paris",
+    }
+]
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\x1b[31mFAKE ROW\r\n\x9b1m\u202e"
+FINISHED = ("completed", "failed", "cancelled", "error")
+
+
+def _has_controls(text: str) -> bool:
+    return any((ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) < 0xA0 or c == "\u202e" for c in text)
+
+
+def _config(judge_url: str = JUDGE) -> dict[str, Any]:
+    endpoint = {"url": judge_url, "model_id": "judge"}
+    params = {"judge_llm": {"api_endpoint": endpoint}, "judge_max_retries": 0}
+    metrics = {"f": {"type": "faithfulness"}}
+    return {"type": "rag", "tasks": {"t": {"type": "ragas", "metrics": metrics, "params": params}}}
+
+
+def _v1(judge_url: str = JUDGE) -> dict[str, Any]:
+    return {"config": _config(judge_url), "target": {"type": "rows", "rows": copy.deepcopy(ROWS)}}
+
+
+def _post(server: Server, path: str, body: Any) -> httpx.Response:
+    return httpx.post(server.url + path, json=body, headers=server.headers(), timeout=30)
+
+
+def _finished(server: Server, job_id: str) -> dict | None:
+    job = httpx.get(f"{server.url}/v2/evaluation/jobs/{job_id}", headers=server.headers()).json()
+    return job if job["status"] in FINISHED else None
+
+
+@pytest.fixture(scope="module")
+def rest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    state = tmp_path_factory.mktemp("bounds")
+    (state / "data").mkdir()
+    server = Server(state, "--data-dir", str(state / "data")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+# --- names and what the terminal shows -----------------------------------------------------------------
+
+BAD_NAMES = {
+    "escape codes": "ok\x1b[2J\x1b]0;owned\x07",
+    "a line break": "nightly\n" + "eval-0000 completed 2030-01-01 forged row",
+    "a carriage return": "a\rb",
+    "a C1 control": "a\x9bb",
+    "a bidi override": "invoice\u202egnp.exe",
+    "a number": 5,
+    "a list": ["x"],
+    "an object": {"a": 1},
+    "257 characters": "x" * 257,
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_NAMES))
+def test_a_job_name_that_is_not_one_line_of_text_is_a_422(rest, case):
+    name = BAD_NAMES[case]
+    before = sorted(p.name for p in rest.jobs_dir.glob("*"))
+    for path, body in (
+        ("/v2/evaluation/jobs", {"spec": _v1(), "name": name}),
+        ("/v1/evaluation/jobs", {"spec": inline_spec_for(JUDGE, secret=None), "name": name}),
+    ):
+        reply = _post(rest, path, body)
+        assert reply.status_code == 422, (path, reply.text)
+        [error] = reply.json()["detail"]
+        assert error["loc"] == ["body", "name"], error
+        assert not _has_controls(reply.text)
+    assert sorted(p.name for p in rest.jobs_dir.glob("*")) == before  # nothing was written
+
+
+def test_a_printable_name_is_still_a_name(rest):
+    name = "nightly run ✓ 中文 (v2) " + "x" * 200
+    reply = _post(rest, "/v2/evaluation/jobs", {"spec": _v1(), "name": name})
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["name"] == name
+    job_id = reply.json()["id"]
+    wait_for(lambda: _finished(rest, job_id), what="the job")
+    assert httpx.delete(f"{rest.url}/v2/evaluation/jobs/{job_id}", headers=rest.headers()).status_code == 200
+
+
+def test_job_list_and_status_never_print_control_characters_from_a_record(tmp_path, capsys):
+    jobs = Jobs(tmp_path / "jobs")
+    job = jobs.create(inline_spec_for(JUDGE, secret=None), job_id="plain-job")
+    record = json.loads((job.directory / "status.json").read_text(encoding="utf-8"))
+    # A record written by hand, or by an older server that took any name.
+    record.update(name=f"forged{ESCAPES}", created=f"2030{ESCAPES}", error=f"boom{ESCAPES}", status="failed")
+    (job.directory / "status.json").write_text(json.dumps(record), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["job", "--jobs-dir", str(jobs.root), "list"]) == 0
+    listed = capsys.readouterr().out
+    assert main(["job", "--jobs-dir", str(jobs.root), "status", "plain-job"]) == 0
+    status = capsys.readouterr().out
+    for out in (listed, status):
+        assert not _has_controls(out), repr(out)
+        assert "forged\\x1b]0;owned\\x07\\x1b[2J" in out and "\\r\\n" in out and "\\u202e" in out
+    assert len(listed.splitlines()) == 1  # one job, one line
+    assert "boom\\x1b" in status
+
+
+def test_a_judges_error_body_reaches_the_rest_job_log_without_control_characters(rest):
+    with LoopbackServer() as judge:
+        reply = Reply(f"bad request {ESCAPES} end", status=400, content_type="text/plain")
+        judge.route(CHAT, lambda body: reply)
+        created = _post(rest, "/v2/evaluation/jobs", {"spec": _v1(judge.url + "/v1/chat/completions")})
+        assert created.status_code == 200, created.text
+        job_id = created.json()["id"]
+        wait_for(lambda: _finished(rest, job_id), what="the job")
+    text = httpx.get(f"{rest.url}/v1/evaluation/jobs/{job_id}/logs", headers=rest.headers()).text
+    paged = httpx.get(f"{rest.url}/v2/evaluation/jobs/{job_id}/logs", headers=rest.headers()).json()
+    assert "bad request" in text and "HTTP 400" in text
+    assert not _has_controls(text), repr(text)
+    assert "\\x1b]0;owned" in text
+    assert not any(_has_controls(entry["message"]) for entry in paged["data"])
+    assert not _has_controls((rest.state / "server.log").read_text(encoding="utf-8", errors="replace"))
+
