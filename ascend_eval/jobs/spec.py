@@ -215,6 +215,21 @@ class JobSpec(_Strict):
             )
         return self
 
+    def models(self) -> list[tuple[str, ModelRef]]:
+        """`(field, model)` for every model the spec names, each with its field's path."""
+        refs: list[tuple[str, ModelRef | None]] = [("model", self.model)]
+        if self.retriever_pipeline is not None:
+            refs += [
+                ("retriever_pipeline.embedding_model", self.retriever_pipeline.embedding_model),
+                ("retriever_pipeline.reranker_model", self.retriever_pipeline.reranker_model),
+            ]
+        judge, embeddings = self.metric_params.judge_llm, self.metric_params.judge_embeddings
+        refs += [
+            ("metric_params.judge_llm.model", judge.model if judge else None),
+            ("metric_params.judge_embeddings.model", embeddings.model if embeddings else None),
+        ]
+        return [(field, ref) for field, ref in refs if ref is not None]
+
     def metric_names(self) -> list[str]:
         """`metric` then `metrics`, as written (NeMo names or ours), without repeats."""
         names = ([self.metric] if self.metric else []) + list(self.metrics or [])

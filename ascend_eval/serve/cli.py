@@ -123,8 +123,8 @@ def add_parser(sub: Any) -> None:
         "--data-dir",
         type=Path,
         action="append",
-        help="a folder jobs may read dataset and corpus files from (repeatable; default "
-        "$ASCEND_EVAL_DATA_DIRS, else ~/.cache/ascend-eval/data); files elsewhere are refused (422)",
+        help="a folder jobs may read dataset and corpus files and local models from (repeatable; default "
+        "$ASCEND_EVAL_DATA_DIRS, else ~/.cache/ascend-eval/data); paths elsewhere are refused (422)",
     )
     serve.add_argument("--concurrency", type=int, default=1, help="jobs run at once (default 1)")
     serve.add_argument(

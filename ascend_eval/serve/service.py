@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from ascend_eval.jobs import Job, Jobs, JobSpec, SecretStore
 from ascend_eval.jobs.datasets import check_job_files
 from ascend_eval.jobs.runner import FINISHED
+from ascend_eval.jobs.runtimes import check_local_models
 from ascend_eval.jobs.secrets import (
     check_secret_name,
     check_spec_secrets,
@@ -177,6 +178,7 @@ class Service:
         spec = JobSpec.model_validate(translation.spec)
         try:
             check_job_files(spec.dataset, self.settings.data_dirs)
+            check_local_models(spec, self.settings.data_dirs)
             check_spec_secrets(spec, self.secrets, skip=translation.keys)
         except (ConfigError, DataError) as e:
             raise BodyError([(("body",), str(e))]) from None

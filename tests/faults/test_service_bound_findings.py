@@ -145,3 +145,92 @@ def test_a_judges_error_body_reaches_the_rest_job_log_without_control_characters
     assert not any(_has_controls(entry["message"]) for entry in paged["data"])
     assert not _has_controls((rest.state / "server.log").read_text(encoding="utf-8", errors="replace"))
 
+
+# --- local models -----------------------------------------------------------------------------------------
+
+
+def _local_judge(path: str) -> dict[str, Any]:
+    return inline_spec_for(f"local:{path}", secret=None)
+
+
+def _refusal(rest: Server, spec: dict[str, Any]) -> str:
+    reply = _post(rest, "/v1/evaluation/jobs", spec)
+    assert reply.status_code == 422, reply.text
+    [error] = reply.json()["detail"]
+    return str(error["msg"])
+
+
+def test_a_rest_jobs_local_model_must_be_inside_the_data_folders(rest, tmp_path):
+    outside = tmp_path / "models"
+    (outside / "judge").mkdir(parents=True)
+    (outside / "judge" / "config.json").write_text("{}", encoding="utf-8")
+    (rest.state / "data" / "link").symlink_to(outside / "judge")
+    before = sorted(p.name for p in rest.jobs_dir.glob("*"))
+    for path in (
+        str(outside / "judge"),  # exists
+        str(outside / "judge" / "config.json"),
+        str(rest.state / "data" / ".." / "jobs"),
+        str(rest.state / "data" / "link"),  # a link out of the folder
+        "/etc",
+        "/proc/self/environ",
+        "~/models/judge",
+        "~nobody-at-all/judge",
+        "models/judge",  # relative: the server's working folder
+        "gpt-4o",  # no shipped model: taken for a path
+    ):
+        message = _refusal(rest, _local_judge(path))
+        assert f"'local:{path}' is not a shipped model" in message, message
+        assert "is not inside the folders jobs may read from" in message and "--data-dir" in message
+    for role, spec in (
+        ("retriever_pipeline.embedding_model.url", _with_pipeline(str(outside))),
+        ("model.url", _with_rag_model(str(outside))),
+    ):
+        assert _refusal(rest, spec).startswith(role), role
+    assert sorted(p.name for p in rest.jobs_dir.glob("*")) == before  # nothing made, nothing loaded
+
+
+def test_an_existing_and_a_missing_path_outside_are_refused_in_the_same_words(rest, tmp_path):
+    (tmp_path / "there").mkdir()
+    (tmp_path / "there" / "config.json").write_text("{}", encoding="utf-8")
+    messages = {
+        name: _refusal(rest, _local_judge(str(tmp_path / name))).replace(name, "NAME")
+        for name in ("there", "not-there")
+    }
+    assert messages["there"] == messages["not-there"]
+    file_and_folder = {
+        _refusal(rest, _local_judge(p)).replace(p, "P") for p in ("/etc/passwd", "/etc/no-such-file")
+    }
+    assert len(file_and_folder) == 1
+
+
+def test_a_job_process_refuses_a_local_model_outside_the_data_folders(tmp_path, monkeypatch):
+    from ascend_eval.jobs.datasets import DATA_DIRS_ENV
+    from ascend_eval.jobs.runtimes import check_local_models
+    from ascend_eval.jobs.spec import load_spec
+    from ascend_eval.models.errors import ConfigError
+
+    (tmp_path / "data").mkdir()
+    outside = tmp_path / "models" / "judge"
+    outside.mkdir(parents=True)
+    monkeypatch.setenv(DATA_DIRS_ENV, str(tmp_path / "data"))
+    job = Jobs(tmp_path / "jobs").create(_local_judge(str(outside)))  # a spec made outside the service
+    with pytest.raises(ConfigError, match="is not inside the folders jobs may read from"):
+        job.run()
+    assert job.status() == "failed"
+    roots = (tmp_path / "data",)
+    for fine in ("local:default", "smollm2-135m-instruct", f"local:{tmp_path / 'data' / 'judge'}"):
+        check_local_models(load_spec(_local_judge(fine.removeprefix("local:"))), roots)
+    check_local_models(load_spec(_local_judge(str(outside))), None)  # no folders set: any path
+
+
+def _with_pipeline(outside: str) -> dict[str, Any]:
+    spec = inline_spec_for(JUDGE, secret=None)
+    spec["retriever_pipeline"] = {"embedding_model": {"url": f"local:{outside}/embedder"}}
+    spec["dataset"]["corpus"] = [{"id": "d1", "text": "Paris is the capital city of France."}]
+    return spec
+
+
+def _with_rag_model(outside: str) -> dict[str, Any]:
+    spec = inline_spec_for(JUDGE, secret=None)
+    spec["model"] = {"url": f"local:{outside}/generator"}
+    return spec
