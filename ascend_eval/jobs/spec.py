@@ -132,7 +132,7 @@ class InferenceParams(_Strict):
 
 class JudgeLLM(_Strict):
     model: ModelRef
-    request_timeout: float | None = Field(default=None, gt=0)
+    request_timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     max_retries: int | None = Field(default=None, ge=0)
     parallelism: int | None = Field(default=None, ge=1)
     inference_params: InferenceParams | None = None

@@ -234,3 +234,109 @@ def _with_rag_model(outside: str) -> dict[str, Any]:
     spec = inline_spec_for(JUDGE, secret=None)
     spec["model"] = {"url": f"local:{outside}/generator"}
     return spec
+
+
+# --- smaller bounds ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def a_job(rest) -> str:
+    created = _post(rest, "/v2/evaluation/jobs", {"spec": _v1()})
+    assert created.status_code == 200, created.text
+    job_id = created.json()["id"]
+    wait_for(lambda: _finished(rest, job_id), what="the job")
+    return job_id
+
+
+@pytest.mark.parametrize("cursor", ["²", "١٢", "9" * 5000, "-1", "1e3", "abc", " 1", "9" * 19])
+def test_a_log_cursor_that_is_not_a_line_number_is_a_422(rest, a_job, cursor):
+    url = f"{rest.url}/v2/evaluation/jobs/{a_job}/logs"
+    reply = httpx.get(url, params={"page_cursor": cursor}, headers=rest.headers())
+    assert reply.status_code == 422, (cursor, reply.status_code, reply.text[:200])
+    assert "page_cursor must be the next_page of an earlier page" in reply.text
+
+
+def test_a_log_cursor_from_next_page_still_pages(rest, a_job):
+    url = f"{rest.url}/v2/evaluation/jobs/{a_job}/logs"
+    first = httpx.get(url, params={"limit": 2}, headers=rest.headers()).json()
+    assert first["next_page"] is not None
+    second = httpx.get(url, params={"limit": 2, "page_cursor": first["next_page"]}, headers=rest.headers())
+    assert second.status_code == 200 and second.json()["data"] != first["data"]
+    empty = httpx.get(url, params={"page_cursor": ""}, headers=rest.headers())
+    assert empty.status_code == 200 and empty.json()["data"][0] == first["data"][0]
+    past = httpx.get(url, params={"page_cursor": "9" * 18}, headers=rest.headers())
+    assert past.status_code == 200 and past.json()["data"] == []
+
+
+@pytest.mark.parametrize("timeout", ["Infinity", "-Infinity", "NaN"])
+def test_a_judge_timeout_that_is_not_a_finite_number_is_a_422(rest, timeout):
+    nemo = _v1()
+    nemo["config"]["tasks"]["t"]["params"]["judge_timeout"] = f"@{timeout}@"
+    seed = inline_spec_for(JUDGE, secret=None)
+    seed["metric_params"]["judge_llm"]["request_timeout"] = f"@{timeout}@"
+    for body in (nemo, seed):
+        # json.dumps writes float("inf") as Infinity, which Python's JSON reader (and FastAPI's) accepts
+        content = json.dumps(body).replace(f'"@{timeout}@"', timeout)
+        headers = {**rest.headers(), "Content-Type": "application/json"}
+        reply = httpx.post(rest.url + "/v1/evaluation/jobs", content=content, headers=headers)
+        assert reply.status_code == 422, reply.text
+        assert "request_timeout" in reply.text
+
+
+def test_an_endpoint_refuses_an_infinite_request_timeout_before_any_request():
+    from ascend_eval.models.errors import ConfigError
+    from ascend_eval.models.http import EndpointConfig
+
+    for value in (float("inf"), float("nan"), 0.0, -1.0):
+        with pytest.raises(ConfigError, match="request_timeout must be finite and > 0 seconds"):
+            EndpointConfig(url="http://127.0.0.1:9/v1", model="m", request_timeout=value)
+
+
+@pytest.mark.parametrize("token", ["pässwort-123", "токен-123", "two words", "tab\there", "esc\x1b[2J"])
+def test_a_serve_token_that_is_not_printable_ascii_is_refused_at_start(tmp_path, token):
+    import os
+    import subprocess
+    import sys
+
+    from tests.serve.conftest import ROOT, free_port
+
+    env = {**os.environ, "ASCEND_EVAL_SERVE_TOKEN": token, "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "ascend_eval.cli.main", "serve", "--port", str(free_port())]
+    command += ["--jobs-dir", str(tmp_path / "jobs"), "--secrets-dir", str(tmp_path / "secrets")]
+    try:
+        done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"serve started with the token {token!r} instead of refusing it")
+    assert done.returncode == 2, done.stderr
+    assert (
+        "holds a character other than printable ASCII" in done.stderr
+        and "ASCEND_EVAL_SERVE_TOKEN" in done.stderr
+    )
+    assert token not in done.stderr  # the message never shows the token
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--max-body-mb", "nan"),
+        ("--max-body-mb", "inf"),
+        ("--max-body-mb", "0"),
+        ("--max-body-mb", "-1"),
+        ("--max-body-mb", "1e-9"),
+        ("--port", "99999"),
+        ("--port", "-1"),
+        ("--port", "0"),
+        ("--port", "http"),
+    ],
+)
+def test_serve_flags_out_of_range_are_usage_errors(flag, value, capsys):
+    from ascend_eval.cli.main import build_parser
+
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args(["serve", flag, value])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: {value!r} is not a" in err and "usage:" in err
+    args = build_parser().parse_args(["serve", "--port", "8080", "--max-body-mb", "0.5"])
+    assert (args.port, args.max_body_mb) == (8080, 0.5)
+
