@@ -1,0 +1,108 @@
+"""The library and the CLI tried as a hostile user would, issue 48: a file that is no file, invisible
+characters before a column's name, a bare URL in the data, and an `--out` folder that holds someone
+else's files."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import ascend_eval
+from ascend_eval.cli.main import main
+from ascend_eval.data import load_dataset
+from ascend_eval.data.corpus import read_corpus
+from ascend_eval.data.stream import open_samples
+from ascend_eval.models.errors import DataError
+
+FAST = 10.0  # seconds: a refusal comes at once; opening a FIFO for reading waits for a writer for ever
+
+
+def _within(call: Callable[[], object]) -> BaseException | object:
+    """What `call` raised or returned, which it must do within FAST seconds (run in a daemon thread, so
+    that a call blocked on a FIFO fails the test instead of hanging it)."""
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["returned"] = call()
+        except BaseException as e:
+            outcome["raised"] = e
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(FAST)
+    assert not thread.is_alive(), f"still waiting after {FAST:.0f} s: the FIFO was opened for reading"
+    return outcome.get("raised", outcome.get("returned"))
+
+
+# --- files that are no files ------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="no /proc/self/mem here")
+def test_proc_self_mem_as_a_corpus_is_a_data_error_not_a_traceback():
+    with pytest.raises(DataError, match=r"Cannot read the corpus file '/proc/self/mem'"):
+        read_corpus(Path("/proc/self/mem"))
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    path = tmp_path / "data.jsonl"
+    os.mkfifo(path)
+    return path
+
+
+def test_a_fifo_named_jsonl_is_refused_by_evaluate_without_waiting_for_a_writer(fifo, tmp_path, capsys):
+    for call in (
+        lambda: load_dataset(fifo),
+        lambda: open_samples(fifo),
+        lambda: ascend_eval.evaluate(
+            str(fifo), "faithfulness", judge="http://127.0.0.1:9/v1", progress=False
+        ),
+    ):
+        error = _within(call)
+        assert isinstance(error, DataError), error
+        assert f"'{fifo}' is a FIFO (named pipe), not a regular file" in str(error)
+    started = time.monotonic()
+    code = _within(
+        lambda: main(["evaluate", str(fifo), "--out", str(tmp_path / "out"), "--metrics", "faithfulness"])
+    )
+    assert code == 2 and time.monotonic() - started < FAST
+    assert "is a FIFO (named pipe)" in capsys.readouterr().err
+
+
+# --- invisible characters before a column's name ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "invisible",
+    ["\u200b", "\ufeff \ufeff", "\u200d", "\u2060", "\u00ad", " ", "\u200e"],
+    ids=[
+        "zero-width space",
+        "bom-space-bom",
+        "zero-width joiner",
+        "word joiner",
+        "soft hyphen",
+        "a space",
+        "lrm",
+    ],
+)
+@pytest.mark.parametrize("kind", ["csv", "jsonl"])
+def test_invisible_characters_before_the_id_header_do_not_drop_the_ids(tmp_path, invisible, kind):
+    if kind == "csv":
+        path = tmp_path / "data.csv"
+        path.write_text(f"{invisible}id,question,answer\nx1,q1,a\nx2,q2,a\n", encoding="utf-8")
+    else:
+        path = tmp_path / "data.jsonl"
+        rows = [{f"{invisible}id": f"x{i}", f"question{invisible}": f"q{i}"} for i in (1, 2)]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert [s.id for s in load_dataset(path)] == ["x1", "x2"]
+    assert [s.id for s in open_samples(path)] == ["x1", "x2"]  # the reader `ascend-eval evaluate` uses
+    assert [s.user_input for s in load_dataset(path)] == ["q1", "q2"]
