@@ -19,6 +19,9 @@ from ascend_eval.data import load_dataset
 from ascend_eval.data.corpus import read_corpus
 from ascend_eval.data.stream import open_samples
 from ascend_eval.models.errors import DataError
+from ascend_eval.results.escape import markdown_cell
+from tests.conftest import NgramEmbedder
+from tests.report.test_compare import rule_judge
 
 FAST = 10.0  # seconds: a refusal comes at once; opening a FIFO for reading waits for a writer for ever
 
@@ -106,3 +109,41 @@ def test_invisible_characters_before_the_id_header_do_not_drop_the_ids(tmp_path,
     assert [s.id for s in load_dataset(path)] == ["x1", "x2"]
     assert [s.id for s in open_samples(path)] == ["x1", "x2"]  # the reader `ascend-eval evaluate` uses
     assert [s.user_input for s in load_dataset(path)] == ["q1", "q2"]
+
+
+# --- bare URLs in `compare --markdown` ---------------------------------------------------------------------
+
+URLS = "see http://evil.example/steal www.evil.example"
+
+
+def test_compare_markdown_leaves_no_bare_url_for_a_renderer_to_link(tmp_path, capsys):
+    rows = [
+        {
+            "id": "HTTPS://EVIL.EXAMPLE/a",
+            "question": URLS,
+            "answer": "Mars is red.",
+            "contexts": ["Mars is red."],
+            "ground_truth": "x",
+        },
+        {"id": "u2", "question": "Where?", "answer": "Paris is big.", "contexts": ["Paris is big."]},
+    ]
+    for name, broken in (("a", None), ("b", "Mars")):
+        judge = rule_judge(f"rules-{name}", statement=0.4, context=0.4, broken=broken)
+        ascend_eval.evaluate(
+            rows, ["faithfulness"], judge=judge, embedder=NgramEmbedder(), cache_dir=False, progress=False
+        ).save(tmp_path / name)
+    capsys.readouterr()
+    assert (
+        main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--markdown", str(tmp_path / "c.md")]) == 0
+    )
+    markdown = (tmp_path / "c.md").read_text(encoding="utf-8")
+    assert "evil" in markdown  # the sample is listed, with its text
+    for live in ("http://", "HTTPS://", "www.evil", "evil.example"):
+        assert live not in markdown, live
+    assert "http\\://evil\\.example/steal" in markdown and "www\\.evil\\.example" in markdown
+    assert "HTTPS\\://EVIL\\.EXAMPLE/a" in markdown
+    assert markdown_cell("evil.example/p, a.b@c.d") == "evil\\.example/p, a\\.b@c\\.d"  # a domain alone
+    markdown_it = pytest.importorskip("markdown_it")
+    rendered = markdown_it.MarkdownIt("commonmark").enable("table").render(markdown)
+    assert "http://evil.example/steal" in rendered and "<a " not in rendered  # shown as it was, not linked
+
