@@ -21,7 +21,9 @@ from ascend_eval.data.stream import open_samples
 from ascend_eval.models.errors import DataError
 from ascend_eval.results.escape import markdown_cell
 from tests.conftest import NgramEmbedder
+from tests.models.loopback_server import CHAT, LoopbackServer
 from tests.report.test_compare import rule_judge
+from tests.test_api_endpoints import judge_route
 
 FAST = 10.0  # seconds: a refusal comes at once; opening a FIFO for reading waits for a writer for ever
 
@@ -147,3 +149,61 @@ def test_compare_markdown_leaves_no_bare_url_for_a_renderer_to_link(tmp_path, ca
     rendered = markdown_it.MarkdownIt("commonmark").enable("table").render(markdown)
     assert "http://evil.example/steal" in rendered and "<a " not in rendered  # shown as it was, not linked
 
+
+# --- an --out folder with someone else's files --------------------------------------------------------------
+
+
+ROWS = [
+    {
+        "user_input": "Where is the Eiffel Tower?",
+        "response": "The Eiffel Tower is in Paris.",
+        "retrieved_contexts": ["The Eiffel Tower is in Paris."],
+    }
+]
+
+
+def _argv(server: LoopbackServer, data: Path, out: Path) -> list[str]:
+    return [
+        "evaluate", str(data), "--metrics", "faithfulness", "--no-cache", "-q",
+        "--judge", server.url, "--judge-model", "served-judge", "--out", str(out),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("theirs", ["config.yaml", "report.html", "results.json"])
+def test_out_into_a_folder_with_files_no_run_wrote_is_refused_before_the_run(tmp_path, theirs, capsys):
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(ROWS), encoding="utf-8")
+    out = tmp_path / "project"
+    out.mkdir()
+    (out / theirs).write_text("their own file\n", encoding="utf-8")
+    (out / "notes.txt").write_text("notes\n", encoding="utf-8")
+    with LoopbackServer() as server:
+        server.route(CHAT, judge_route)
+        assert main(_argv(server, data, out)) == 2
+        assert server.requests == []  # refused before any request
+    err = capsys.readouterr().err
+    assert f"holds {theirs}, which no earlier ascend-eval run wrote" in err and "new or empty folder" in err
+    assert sorted(p.name for p in out.iterdir()) == sorted([theirs, "notes.txt"])
+    assert (out / theirs).read_text(encoding="utf-8") == "their own file\n"
+
+
+def test_out_into_an_earlier_runs_folder_or_one_with_other_files_still_runs(tmp_path):
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(ROWS), encoding="utf-8")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "notes.txt").write_text("notes\n", encoding="utf-8")
+    python_run = tmp_path / "python-run"
+    with LoopbackServer() as server:
+        server.route(CHAT, judge_route)
+        assert main(_argv(server, data, tmp_path / "cli-run")) == 0
+        assert main(_argv(server, data, tmp_path / "cli-run")) == 0  # the same command again
+        (tmp_path / "cli-run" / "results.json").unlink()  # a run killed before its results
+        (tmp_path / "cli-run" / "summary.json").unlink()
+        assert main(_argv(server, data, tmp_path / "cli-run")) == 0
+        assert main(_argv(server, data, notes)) == 0  # files the run does not write are no obstacle
+        ascend_eval.evaluate(ROWS, "faithfulness", judge=rule_judge("r", statement=0.4, context=0.4),
+                             cache_dir=False, progress=False, out=python_run)  # fmt: skip
+        assert not (python_run / "config.yaml").exists()
+        assert main(_argv(server, data, python_run)) == 0  # a folder evaluate(out=...) wrote
+    assert (notes / "notes.txt").read_text(encoding="utf-8") == "notes\n"
