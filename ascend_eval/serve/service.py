@@ -176,6 +176,14 @@ class Service:
         """The translated spec, once its files are ones jobs may read and its secrets go only where they
         are bound to (the body's own keys are bound to the endpoints they came with). Raises `BodyError`."""
         spec = JobSpec.model_validate(translation.spec)
+        for field, url, name in endpoint_secrets(spec):
+            if name not in translation.keys and self.reserved(name):
+                why = (
+                    f"{field}: secret {name!r} is this server's own (a key another job's body gave, or its "
+                    f"token), which no other job may use, at {url} or anywhere. Name a secret stored with "
+                    "POST /v1/secrets, or give the key in this body (api_key)."
+                )
+                raise BodyError([(("body",), why)])
         try:
             check_job_files(spec.dataset, self.settings.data_dirs)
             check_local_models(spec, self.settings.data_dirs)

@@ -340,3 +340,27 @@ def test_serve_flags_out_of_range_are_usage_errors(flag, value, capsys):
     args = build_parser().parse_args(["serve", "--port", "8080", "--max-body-mb", "0.5"])
     assert (args.port, args.max_body_mb) == (8080, 0.5)
 
+
+# --- what one job's body gives, another job cannot use ---------------------------------------------------
+
+
+def test_a_key_from_one_job_body_cannot_be_used_by_another_job_at_the_same_url(rest):
+    from tests.jobs.conftest import RuleJudgeServer
+
+    key = "sk-first-body-key-7a6b5c"
+    with LoopbackServer() as server:
+        judge = RuleJudgeServer(server)
+        body = _v1(judge.url)
+        body["config"]["tasks"]["t"]["params"]["judge_llm"]["api_endpoint"]["api_key"] = key
+        first = _post(rest, "/v1/evaluation/jobs", body)
+        assert first.status_code == 200, first.text
+        first_id = first.json()["id"]
+        assert wait_for(lambda: _finished(rest, first_id), what="the first job")["status"] == "completed"
+        sent = len(server.requests)
+        assert sent and all(r.headers.get("authorization") == f"Bearer {key}" for r in server.requests)
+        for name in (f"{first_id}.judge-llm", f"{first_id}.JUDGE-LLM", "serve-token"):
+            reply = _post(rest, "/v1/evaluation/jobs", inline_spec_for(judge.url, secret=name))
+            assert reply.status_code == 422, (name, reply.text)
+            assert "is this server's own" in reply.text and "no other job may use" in reply.text
+        assert len(server.requests) == sent  # the key went nowhere again
+
