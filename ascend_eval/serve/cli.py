@@ -87,6 +87,7 @@ def _serve(args: argparse.Namespace) -> int:
         import uvicorn
 
         from ascend_eval.serve.app import create_app
+        from ascend_eval.serve.connections import uvicorn_settings
         from ascend_eval.serve.service import Settings
     except ModuleNotFoundError as e:
         raise MissingDependencyError(
@@ -122,7 +123,13 @@ def _serve(args: argparse.Namespace) -> int:
     )
     # uvicorn hands a SIGTERM or Ctrl-C back (as KeyboardInterrupt here) once it has shut down cleanly.
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+        uvicorn.run(
+            create_app(settings),
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            **uvicorn_settings(args.read_timeout),
+        )
     return 0
 
 
@@ -145,6 +152,17 @@ def _megabytes(text: str) -> float:
         value = math.nan
     if not 0 < value < math.inf or int(value * 1024 * 1024) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size: give a positive number of MiB, e.g. 16")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """`--read-timeout`: a finite number of seconds over 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time: give a number of seconds over 0, e.g. 60")
     return value
 
 
@@ -175,6 +193,13 @@ def add_parser(sub: Any) -> None:
     )
     serve.add_argument(
         "--max-body-mb", type=_megabytes, default=16.0, help="largest request body in MiB (default 16)"
+    )
+    serve.add_argument(
+        "--read-timeout",
+        type=_seconds,
+        default=60.0,
+        help="seconds a client has to send each whole request, from its first byte or from connecting; "
+        "a connection that takes longer is closed (default 60)",
     )
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(func=_serve)

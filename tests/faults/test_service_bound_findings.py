@@ -16,7 +16,7 @@ from ascend_eval.cli.main import main
 from ascend_eval.jobs import Jobs
 from tests.jobs.conftest import inline_spec_for
 from tests.models.loopback_server import CHAT, LoopbackServer, Reply
-from tests.serve.conftest import Server, wait_for
+from tests.serve.conftest import TOKEN, Server, wait_for
 
 pytest.importorskip("fastapi", reason="ascend-eval serve needs the serve extra")
 pytest.importorskip("uvicorn", reason="ascend-eval serve needs the serve extra")
@@ -364,3 +364,69 @@ def test_a_key_from_one_job_body_cannot_be_used_by_another_job_at_the_same_url(r
             assert "is this server's own" in reply.text and "no other job may use" in reply.text
         assert len(server.requests) == sent  # the key went nowhere again
 
+
+# --- slow clients -----------------------------------------------------------------------------------------
+
+READ_TIMEOUT = 2.0
+
+
+@pytest.fixture(scope="module")
+def strict(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server that gives each request READ_TIMEOUT seconds."""
+    server = Server(tmp_path_factory.mktemp("slow"), "--read-timeout", str(READ_TIMEOUT)).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _closed_after(server: Server, trickle: list[bytes], limit: float = 4 * READ_TIMEOUT) -> float | None:
+    """Seconds until the server closes a connection that sends `trickle` one piece every 0.4 s (and then
+    nothing); None when it is still open after `limit` seconds."""
+    import socket
+    import time
+
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", server.port)) as conn:
+        conn.settimeout(0.4)
+        pieces = iter(trickle)
+        while time.monotonic() - started < limit:
+            try:
+                piece = next(pieces, b"")
+                if piece:
+                    conn.sendall(piece)
+                if conn.recv(4096) == b"":
+                    return time.monotonic() - started
+            except TimeoutError:
+                continue
+            except (ConnectionResetError, BrokenPipeError):
+                return time.monotonic() - started
+    return None
+
+
+def test_a_connection_that_sends_nothing_or_a_request_slowly_is_closed(strict):
+    slowloris = [b"GET /health HTTP/1.1\r\n", b"Host: x\r\n"] + [b"X-a: b\r\n"] * 100
+    auth = f"Authorization: Bearer {TOKEN}\r\n".encode()
+    slow_body = [
+        b"POST /v1/evaluation/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n" + auth + b"\r\n{"
+    ] + [b" "] * 90
+    for trickle in ([], slowloris, slow_body):
+        closed = _closed_after(strict, trickle)
+        assert closed is not None, f"still open after {4 * READ_TIMEOUT:.0f} s: {trickle[:2]}"
+        assert READ_TIMEOUT * 0.9 <= closed < READ_TIMEOUT + 2.0, closed
+
+
+def test_a_request_sent_in_time_is_answered_and_the_connection_kept(strict):
+    import socket
+    import time
+
+    with socket.create_connection(("127.0.0.1", strict.port)) as conn:
+        conn.settimeout(5)
+        for _ in range(2):  # two requests on one kept-alive connection, each sent over a second
+            for piece in (b"GET /health HTTP/1.1\r\n", b"Host: x\r\n", b"\r\n"):
+                conn.sendall(piece)
+                time.sleep(0.4)
+            assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+            time.sleep(1.0)  # idle between requests: uvicorn's keep-alive (5 s) holds the connection
+    with httpx.Client(base_url=strict.url, headers=strict.headers()) as client:
+        assert client.get("/v1/evaluation/jobs").status_code == 200
