@@ -91,8 +91,8 @@ class EndpointConfig:
             raise ConfigError("EndpointConfig.api_key_env is empty; pass a variable name or None.")
         if self.api_key_file is not None:
             private_file(self.api_key_file, "api_key_file")
-        if not self.request_timeout > 0:
-            raise ConfigError(f"request_timeout must be > 0 seconds, got {self.request_timeout}.")
+        if not 0 < self.request_timeout < float("inf"):  # NaN and infinity too: no socket takes them
+            raise ConfigError(f"request_timeout must be finite and > 0 seconds, got {self.request_timeout}.")
         if self.max_retries < 0:
             raise ConfigError(f"max_retries must be >= 0, got {self.max_retries}.")
         PARALLELISM.check("EndpointConfig.parallelism", self.parallelism)

@@ -2,17 +2,23 @@
 
 Text that a server sends back (an error body, a reason phrase, a 200 body) or that a library raises may
 quote the key, whole or cut anywhere. `Scrubber` removes it; `clip_excerpt` cuts a text to a message's
-length without leaving a piece of the key at the cut.
+length without leaving a piece of the key at the cut, and without a control character in it
+(`escape_controls`): an escape sequence a server sends must not move a terminal's cursor, set its title
+or fake lines of a log.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
 from urllib.parse import quote
 
 EXCERPT_CHARS = 300
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Control characters (C0, DEL and C1, the escape sequences' ESC and CSI among them) and Unicode's bidi
+controls, which reorder the text around them."""
 _REDACTED = "***"
 # A run of the key this long is redacted wherever it occurs; where a text starts or ends (where a cut,
 # ours or the server's, may have split the key) a shorter run already is.
@@ -108,9 +114,20 @@ class Scrubber:
         return value
 
 
+def escape_controls(text: str) -> str:
+    """`text` with each of `CONTROLS` written as its Python escape, so that it is shown instead of acted
+    on by a terminal or a log viewer, and a reader still sees what was sent.
+
+    >>> escape_controls("ok\x1b]0;title\x07\x1b[2J\u202e!")
+    'ok\\\\x1b]0;title\\\\x07\\\\x1b[2J\\\\u202e!'
+    """
+    return CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def clip_excerpt(text: str, scrubber: Scrubber) -> str:
-    """`text` from a server or a library, fit for a message: whitespace runs made one space, at most
-    `EXCERPT_CHARS` characters, and no 4 characters of the API key in a row.
+    """`text` from a server or a library, fit for a message: whitespace runs made one space, control
+    characters escaped (`escape_controls`), at most `EXCERPT_CHARS` characters, and no 4 characters of
+    the API key in a row.
 
     The order matters. The whole text loses every full key first; the cut's neighbourhood then loses
     every part of one (so a part that straddles the cut goes too), and the excerpt once more after the
@@ -122,7 +139,7 @@ def clip_excerpt(text: str, scrubber: Scrubber) -> str:
     >>> clip_excerpt("x" * 295 + "456789abcdef, more", scrub)[-6:]  # part of the key, across the cut
     '***, …'
     """
-    text = " ".join(scrubber.whole(text).split())
+    text = escape_controls(" ".join(scrubber.whole(text).split()))
     cut = len(text) > EXCERPT_CHARS
     if cut:
         text = scrubber.text(text[: EXCERPT_CHARS + len(scrubber.key)])[:EXCERPT_CHARS]

@@ -406,6 +406,32 @@ def evaluate_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
+def check_run_folder(folder: Path) -> None:
+    """Refuse an `--out` folder that holds a file the run would replace (`config.yaml`, `results.json`,
+    `report.html`, ...) unless the folder is an earlier run's: its `config.yaml` begins with this module's
+    header, or its results files begin as ours do (`is_run_folder`). Other files in it are never touched.
+
+    Raises:
+        ConfigError: naming the folder, the files and the way on.
+    """
+    from ascend_eval.results import OUTPUT_FILES
+    from ascend_eval.results.files import is_run_folder
+
+    present = [name for name in (CONFIG_FILE, *OUTPUT_FILES) if (folder / name).exists()]
+    if not present or is_run_folder(folder):
+        return
+    try:
+        with (folder / CONFIG_FILE).open(encoding="utf-8") as file:
+            if file.readline() == HEADER.splitlines(keepends=True)[0]:
+                return
+    except (OSError, UnicodeDecodeError):
+        pass
+    raise ConfigError(
+        f"--out {str(folder)!r} holds {', '.join(present)}, which no earlier ascend-eval run wrote, and this "
+        "run would replace them. Pass a new or empty folder, or move those files first."
+    )
+
+
 def write_config(config: Mapping[str, Any], folder: str | Path) -> Path:
     """Write the effective configuration as `folder/config.yaml`, which `--config` reads back. Written
     before the run, in one step: a full disk ends the command here, before any request, and leaves no

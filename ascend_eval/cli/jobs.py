@@ -13,6 +13,15 @@ from typing import Any
 from ascend_eval.models.errors import ConfigError
 
 
+def _shown(value: Any) -> str:
+    """A value of a job's record as a terminal line shows it: control characters (an escape sequence, a
+    line break) written as escapes. The record is a file anyone with access to the jobs folder, or an
+    older server, may have written."""
+    from ascend_eval.models.scrub import escape_controls
+
+    return escape_controls(str(value))
+
+
 def _jobs(args: argparse.Namespace) -> Any:
     from ascend_eval.jobs import Jobs
 
@@ -50,10 +59,10 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**info, "progress": progress}, ensure_ascii=False, indent=2))
         return 0
-    print(f"{job.id}: {info['status']}")
+    print(f"{job.id}: {_shown(info['status'])}")
     for key in ("name", "created", "started", "finished", "error"):
         if info.get(key):
-            print(f"  {key}: {info[key]}")
+            print(f"  {key}: {_shown(info[key])}")
     if progress:
         print("  progress: " + ", ".join(f"{k}={v}" for k, v in progress.items() if k != "updated"))
     print(f"  directory: {job.directory}")
@@ -81,7 +90,8 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     for job in jobs:
         info = job.info()
-        print(f"{job.id:<44} {info['status']:<10} {info.get('created', ''):<26} {info.get('name') or ''}")
+        status, created, name = (_shown(info.get(k) or "") for k in ("status", "created", "name"))
+        print(f"{_shown(job.id):<44} {status:<10} {created:<26} {name}")
     return 0
 
 

@@ -27,7 +27,7 @@ __all__ = ["build_parser", "main", "parse_column_map", "parse_engine_settings", 
 
 def _evaluate(args: argparse.Namespace) -> int:
     from ascend_eval.api import evaluate
-    from ascend_eval.cli.config import effective_config, evaluate_kwargs, write_config
+    from ascend_eval.cli.config import check_run_folder, effective_config, evaluate_kwargs, write_config
     from ascend_eval.cli.progress import ProgressLines
     from ascend_eval.engine import Progress, RoundStats
     from ascend_eval.results import check_output_dir
@@ -40,6 +40,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     out = check_output_dir(
         config["out"], inputs=[dataset if isinstance(dataset, str) else None], what="--out"
     )
+    check_run_folder(out)
     write_config(config, out)
     quiet, every = config["quiet"], config["progress_every"]
 

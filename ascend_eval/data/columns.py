@@ -21,9 +21,10 @@ from ascend_eval.models.errors import DataError
 def column_roles(columns: Sequence[str], column_map: Mapping[str, str] | None) -> dict[str, str]:
     """Source column -> what it becomes: a `Column` value, "id" or "metadata".
 
-    A U+FEFF in a column's name is ignored when the name is matched (`bare_name`), by its own name and by a
-    `column_map` value alike: `"\\ufeffid"` is the id column, and `{"user_input": "query"}` names the
-    column `"\\ufeffquery"` when the dataset has no column `"query"`.
+    Invisible characters in a column's name (U+FEFF, U+200B, ...) and white space at its ends are ignored
+    when the name is matched (`bare_name`), by its own name and by a `column_map` value alike:
+    `"\\ufeffid"` is the id column, and `{"user_input": "query"}` names the column `"\\ufeffquery"` when
+    the dataset has no column `"query"`.
 
     Raises:
         DataError: a `column_map` key is not our column name, a value names no dataset column, or two
@@ -75,7 +76,8 @@ def column_roles(columns: Sequence[str], column_map: Mapping[str, str] | None) -
 
 def _column_named(name: str, columns: Sequence[str]) -> str:
     """The dataset column `name` means: itself when the dataset has it, else the one column whose name
-    differs from it only by U+FEFF characters (`bare_name`), else `name` unchanged."""
+    differs from it only by invisible characters or white space at its ends (`bare_name`), else `name`
+    unchanged."""
     if name in columns:
         return name
     matches = [column for column in columns if bare_name(column) == bare_name(name)]

@@ -149,6 +149,8 @@ def read_corpus(path: Path, *, max_bytes: int | None = None) -> list[dict[str, s
         check_corpus_size(info.st_size, where, limit)
         with os.fdopen(fd, "rb", closefd=False) as file:
             raw = file.read(limit + 1)  # never more than the limit, even from a file still growing
+    except OSError as e:  # a file the system will not read, e.g. /proc/self/mem (EIO)
+        raise DataError(f"Cannot read the {where}: {e.strerror or e}. Check dataset.corpus.") from None
     finally:
         os.close(fd)
     check_corpus_size(len(raw), where, limit)

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ascend_eval.data.corpus import require_regular_file
 from ascend_eval.data.objects import Row, read_mapping, rows_from_items, union_keys
 from ascend_eval.models.errors import DataError, MissingDependencyError
 
@@ -99,6 +100,12 @@ def file_extension(path: Path) -> str:
         raise DataError(
             f"'{path}' is a directory. Pass one dataset file ({', '.join(SUPPORTED_EXTENSIONS)})."
         )
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    # Before it is opened: opening a FIFO waits for a writer, and a device never ends.
+    require_regular_file(info, f"dataset file '{path}'", "Pass a JSON, JSONL, CSV or Parquet file.")
     extension = path.suffix.lower()
     if extension not in SUPPORTED_EXTENSIONS:
         raise DataError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from enum import Enum
 from types import MappingProxyType
@@ -385,14 +386,20 @@ class Dataset(Sequence[Sample]):
 
 
 def bare_name(name: str) -> str:
-    """A column name without U+FEFF anywhere in it: the byte-order mark (a zero-width no-break space inside
-    text) is invisible, so a name that holds one is matched as the name it shows. A CSV saved with two
-    BOMs, files joined with `paste`, or a JSON written from a CSV read without `utf-8-sig` give such names.
+    """A column name as it shows: without invisible format characters anywhere in it (U+FEFF, the
+    byte-order mark; U+200B, the zero-width space; joiners, bidi marks: Unicode's category Cf) and without
+    white space at its ends, so that a name that holds them is matched as the name it shows. A CSV saved
+    with two BOMs, files joined with `paste`, a JSON written from a CSV read without `utf-8-sig`, or a
+    header copied from a web page give such names.
 
-    >>> bare_name("\\ufeffid"), bare_name("gro\\ufeffund_truth")
-    ('id', 'ground_truth')
+    >>> bare_name("\\ufeffid"), bare_name("gro\\ufeffund_truth"), bare_name("\\u200bid")
+    ('id', 'ground_truth', 'id')
+    >>> bare_name("\\ufeff \\ufeffid"), bare_name(" question ")
+    ('id', 'question')
     """
-    return name.replace("\ufeff", "")
+    if name.isascii():
+        return name.strip()
+    return "".join(c for c in name if unicodedata.category(c) != "Cf").strip()
 
 
 def default_role(name: str) -> str:

@@ -5,22 +5,76 @@ A spec `url` is either
 * an `http(s)://` URL: NeMo writes the endpoint's full path (`.../v1/chat/completions`, `.../v1/ranking`);
   our endpoint clients take the server's base URL and add the path themselves, so the path is dropped;
 * `local:PATH` or `local:NAME` (a shipped model, or `default` for the role's default), or a bare path or
-  shipped name: loaded on the device on first use.
+  shipped name: loaded on the device on first use. Where the operator has set the folders jobs may read
+  (`ASCEND_EVAL_DATA_DIRS`, which `ascend-eval serve --data-dir` sets), a path must be inside one of them,
+  as a dataset's must: a spec may come from a client of the service (`check_local_models`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from ascend_eval.jobs.datasets import DATA_DIRS_ENV, data_dirs
 from ascend_eval.jobs.secrets import SecretStore
-from ascend_eval.jobs.spec import JudgeLLM, ModelRef, RetrieverModel
+from ascend_eval.jobs.spec import JobSpec, JudgeLLM, ModelRef, RetrieverModel
 from ascend_eval.models.base import Embedder, Judge, Reranker, Role
+from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.factory import build, tuned
 from ascend_eval.models.http import is_url
 from ascend_eval.models.spec import INFERENCE_FIELDS, ModelSpec
 
 logger = logging.getLogger("ascend_eval.jobs")
+
+
+def _inside(url: str, roots: Sequence[Path]) -> bool:
+    """Whether local model `url` is a shipped model (or `local:default`), or a path inside `roots`
+    (symbolic links followed). Reads nothing and asks nothing of the path itself: whether it exists
+    does not change the answer."""
+    from ascend_eval.models.weights.registry import SHIPPED
+
+    text = url.strip()
+    target = text.removeprefix("local:")
+    if text == "local:default" or target in SHIPPED:
+        return True
+    try:
+        real = Path(os.path.realpath(Path(target).expanduser()))
+    except (RuntimeError, OSError, ValueError):  # "~nobody/x", a NUL byte: no path a job may read
+        return False
+    return any(real.is_relative_to(os.path.realpath(r)) for r in roots)
+
+
+def check_local_model(url: str, field: str, roots: Sequence[Path] | None) -> None:
+    """Refuse local model `url` when it is a path outside `roots` (None: any path is allowed), with one
+    message whether or not the path exists, so that a client cannot probe the server's files with it.
+
+    Raises:
+        ConfigError: naming the field, the folders and the fix.
+    """
+    if roots is None or is_url(url) or _inside(url, roots):
+        return
+    from ascend_eval.models.weights.registry import SHIPPED
+
+    folders = ", ".join(str(r) for r in roots)
+    raise ConfigError(
+        f"{field} {url!r} is not a shipped model ({', '.join(sorted(SHIPPED))}, or local:default) and, as a "
+        f"path, is not inside the folders jobs may read from ({folders}), so it is not loaded. Use a shipped "
+        "model or an http(s) URL, or ask the operator to put the model in one of those folders "
+        f"(`ascend-eval serve --data-dir DIR`, {DATA_DIRS_ENV})."
+    )
+
+
+def check_local_models(spec: JobSpec, roots: Sequence[Path] | None) -> None:
+    """`check_local_model` on every model of `spec` (a REST job is refused with it before it is made).
+
+    Raises:
+        ConfigError: the first local model outside `roots`.
+    """
+    for field, ref in spec.models():
+        check_local_model(ref.url, f"{field}.url", roots)
 
 
 class ModelFactory:
@@ -85,6 +139,8 @@ class ModelFactory:
             return ModelSpec(
                 model=ref.url, role=role, served_model_name=ref.name, **key, **given, **inference
             )
+        # Checked here as well as when a REST job is made: every model is built from here.
+        check_local_model(ref.url, f"the {role}'s url", data_dirs())
         given.pop("send_input_type", None)  # NIM's embedding field means nothing to a local model
         unused = (["api_key_secret"] if ref.api_key_secret else []) + sorted(given)
         if unused:

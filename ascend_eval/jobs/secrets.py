@@ -121,21 +121,10 @@ def hub_endpoint() -> str:
 def endpoint_secrets(spec: JobSpec) -> list[tuple[str, str, str]]:
     """`(field, url, secret name)` for every secret the spec would send, and where: each endpoint model's
     `api_key_secret` (local models are sent nothing) and a Hugging Face `token_secret` (sent to the hub)."""
-    refs = [("model", spec.model)]
-    if spec.retriever_pipeline is not None:
-        refs += [
-            ("retriever_pipeline.embedding_model", spec.retriever_pipeline.embedding_model),
-            ("retriever_pipeline.reranker_model", spec.retriever_pipeline.reranker_model),
-        ]
-    judge, embeddings = spec.metric_params.judge_llm, spec.metric_params.judge_embeddings
-    refs += [
-        ("metric_params.judge_llm.model", judge.model if judge else None),
-        ("metric_params.judge_embeddings.model", embeddings.model if embeddings else None),
-    ]
     out = [
         (f"{field}.url", ref.url, ref.api_key_secret)
-        for field, ref in refs
-        if ref is not None and ref.api_key_secret and is_url(ref.url)
+        for field, ref in spec.models()
+        if ref.api_key_secret and is_url(ref.url)
     ]
     storage = spec.dataset.storage if not isinstance(spec.dataset, str) else None
     if storage is not None and storage.token_secret:

@@ -134,7 +134,7 @@ class InferenceParams(_Strict):
 
 class JudgeLLM(_Strict):
     model: ModelRef
-    request_timeout: float | None = Field(default=None, gt=0)
+    request_timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     max_retries: int | None = Field(default=None, ge=0)
     parallelism: int | None = Field(default=None, ge=1)
     """Judge requests in flight at once (NeMo's `judge_max_workers`); at most 1,024
@@ -231,6 +231,21 @@ class JobSpec(_Strict):
                 "`judge_embeddings` (with its `model`) to `metric_params`."
             )
         return self
+
+    def models(self) -> list[tuple[str, ModelRef]]:
+        """`(field, model)` for every model the spec names, each with its field's path."""
+        refs: list[tuple[str, ModelRef | None]] = [("model", self.model)]
+        if self.retriever_pipeline is not None:
+            refs += [
+                ("retriever_pipeline.embedding_model", self.retriever_pipeline.embedding_model),
+                ("retriever_pipeline.reranker_model", self.retriever_pipeline.reranker_model),
+            ]
+        judge, embeddings = self.metric_params.judge_llm, self.metric_params.judge_embeddings
+        refs += [
+            ("metric_params.judge_llm.model", judge.model if judge else None),
+            ("metric_params.judge_embeddings.model", embeddings.model if embeddings else None),
+        ]
+        return [(field, ref) for field, ref in refs if ref is not None]
 
     def metric_names(self) -> list[str]:
         """`metric` then `metrics`, as written (NeMo names or ours), without repeats."""

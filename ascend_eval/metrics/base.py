@@ -23,6 +23,55 @@ from ascend_eval.text.language import Language
 RoleName = Literal["judge", "embedder", "reranker"]
 
 
+RAW_HEAD = 2000
+RAW_TAIL = 200
+"""A raw judge reply kept in a result's details (`raw`, also inside each of `failures`) is at most its
+first `RAW_HEAD` and last `RAW_TAIL` characters, with its full length as `raw_chars` beside it: a judge
+that ignores max_tokens may send megabytes, and every results file copies the details."""
+
+
+def raw_excerpt(text: str) -> str:
+    """`text` as a result keeps it: whole up to `RAW_HEAD + RAW_TAIL` characters, else its start and end
+    around a marker that says how much was left out.
+
+    >>> raw_excerpt("short")
+    'short'
+    >>> e = raw_excerpt("a" * 3000 + "z" * 300); e[:3], e[-3:], len(e) < 2300
+    ('aaa', 'zzz', True)
+    """
+    if len(text) <= RAW_HEAD + RAW_TAIL:
+        return text
+    left_out = len(text) - RAW_HEAD - RAW_TAIL
+    return f"{text[:RAW_HEAD]}\n[… {left_out:,} characters not kept …]\n{text[-RAW_TAIL:]}"
+
+
+def _bounded_raw(entry: dict[str, Any]) -> dict[str, Any]:
+    raw = entry.get("raw")
+    if not isinstance(raw, str) or "raw_chars" in entry or len(raw) <= RAW_HEAD + RAW_TAIL:
+        return entry  # short, not text, or already cut (a result read back from results.json)
+    return {**entry, "raw": raw_excerpt(raw), "raw_chars": len(raw)}
+
+
+def bounded_details(details: dict[str, Any]) -> dict[str, Any]:
+    """`details` with each raw judge reply in it cut to `raw_excerpt` and its length beside it
+    (`raw_chars`): `raw` itself, and `raw` in each object of a list (the dual judges' `failures`). The
+    dict is returned as it is when nothing needs cutting.
+
+    >>> d = bounded_details({"raw": "x" * 5000, "failures": [None, {"reason": "r", "raw": "y" * 9000}]})
+    >>> d["raw_chars"], len(d["raw"]) < 2300, d["failures"][1]["raw_chars"]
+    (5000, True, 9000)
+    """
+    if not isinstance(details, dict):
+        return details
+    out = _bounded_raw(details)
+    for key, value in details.items():
+        if isinstance(value, list) and any(isinstance(item, dict) and "raw" in item for item in value):
+            items = [_bounded_raw(item) if isinstance(item, dict) else item for item in value]
+            if any(a is not b for a, b in zip(items, value, strict=True)):
+                out = {**out, key: items}
+    return out
+
+
 @dataclass(frozen=True)
 class MetricResult:
     """One metric's outcome on one sample: a score, or NaN with the reason.
@@ -37,6 +86,9 @@ class MetricResult:
     details: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # The one place raw judge text is bounded: every metric builds its results here, and results.json,
+        # samples.jsonl, report.html and the Ray executor's records all copy these details.
+        object.__setattr__(self, "details", bounded_details(self.details))
         cut = {k: v.given for k, v in self.details.items() if isinstance(v, Written) and v.cut}
         if cut and "items_cut" not in self.details:
             said = ", ".join(f"{key}: {given:,} written" for key, given in cut.items())

@@ -87,7 +87,7 @@ def format_value(value: Any, limit: int = VALUE_LIMIT) -> str:
         return "yes" if value else "no"
     if isinstance(value, float):
         return "NaN" if math.isnan(value) else f"{value:.3f}"
-    if isinstance(value, Mapping) and set(value) == {"reason", "raw"}:
+    if isinstance(value, Mapping) and set(value) in ({"reason", "raw"}, {"reason", "raw", "raw_chars"}):
         return clip(f"{value['reason']}: {value['raw']}", limit)
     if isinstance(value, str):
         return clip(value, limit)

@@ -7,9 +7,10 @@ copied into files that programs act on:
   (OWASP, "CSV Injection"): `spreadsheet_cell` (`spreadsheet_row` for a whole row) puts a single quote
   before such a text cell, so it is shown as the text it is. Numbers are never changed: a negative
   score stays a number;
-* a Markdown viewer turns `[x](javascript:...)` into a link and `![](http://...)` into a remote image
-  that is fetched on view: `markdown_text` escapes every character that could start one (and emphasis,
-  code spans, raw HTML and table pipes), and `markdown_cell` also keeps a table cell on one line;
+* a Markdown viewer turns `[x](javascript:...)` into a link, `![](http://...)` into a remote image
+  that is fetched on view, and a bare `http://...` or `www.` into a link: `markdown_text` escapes every
+  character that could start one (and emphasis, code spans, raw HTML and table pipes), and
+  `markdown_cell` also keeps a table cell on one line;
 * a browser (and a terminal, and a Markdown viewer) lets a bidi control such as U+202E (right-to-left
   override) reorder the text around it, so "gnp.exe" can show as "exe.png": `html_text` escapes HTML
   and, like the Markdown helpers, shows each such control as a visible marker, "⟨U+202E⟩".
@@ -37,7 +38,10 @@ _BIDI = re.compile(f"[{BIDI_CONTROLS}]")
 # there (CommonMark's flanking rules), and "context_precision" stays readable. "<", ">" and "&" become
 # entities, which every Markdown dialect reads as text (raw HTML is then impossible), "&" so that
 # "&#x202E;" in the data stays those eight characters.
-_MARKDOWN = re.compile(r"[\\`*\[\]()!|]|(?<![^\W_])_|_(?![^\W_])")
+# A bare URL or domain ("http://x", "www.x", "x.com/p") is made a live link by GitHub's Markdown and by
+# linkifying renderers with no markup at all: the ":" before "//" and every "." between two letters or
+# digits are escaped too, which shows the same text and leaves no URL for them to find.
+_MARKDOWN = re.compile(r"[\\`*\[\]()!|]|(?<![^\W_])_|_(?![^\W_])|:(?=/)|(?<=\w)\.(?=\w)")
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
 
@@ -86,7 +90,7 @@ def markdown_text(value: Any) -> str:
     controls are shown as markers. Line breaks are kept (see `markdown_cell` for a table cell).
 
     >>> markdown_text("![x](http://e/p.png) <b>*hi*</b>")
-    '\\\\!\\\\[x\\\\]\\\\(http://e/p.png\\\\) &lt;b&gt;\\\\*hi\\\\*&lt;/b&gt;'
+    '\\\\!\\\\[x\\\\]\\\\(http\\\\://e/p\\\\.png\\\\) &lt;b&gt;\\\\*hi\\\\*&lt;/b&gt;'
     """
     text = "".join(_ENTITIES.get(c, c) for c in str(value))
     return visible_bidi(_MARKDOWN.sub(lambda m: "\\" + m.group(), text))

@@ -32,6 +32,22 @@ SUMMARY_FORMAT = 2
 _INPUTS = ("user_input", "response", "retrieved_contexts", "reference")
 
 
+def is_run_folder(folder: Path) -> bool:
+    """Whether `folder` holds a run this library wrote: a `summary.json`, `results.json` or
+    `samples.jsonl` that begins as ours do (the first 4 KiB of each are read, no more). Such a folder may
+    be written again, replacing that run's files."""
+    marks = {SUMMARY_FILE: '"format"', "results.json": '"aggregate_scores"', SAMPLES_FILE: '"language"'}
+    for name, mark in marks.items():
+        try:
+            with (folder / name).open("rb") as file:
+                head = file.read(4096).decode("utf-8", "replace")
+        except OSError:
+            continue
+        if head.lstrip().startswith("{") and mark in head:
+            return True
+    return False
+
+
 def _jsonable(x: float) -> float | None:
     return None if math.isnan(x) else x
 

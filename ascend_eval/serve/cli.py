@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 from pathlib import Path
@@ -24,16 +25,34 @@ def resolve_token(secrets_dir: Path | None, secret: str) -> tuple[str, str | Non
     """
     value = os.environ.get(TOKEN_ENV, "").strip()
     if value:
-        return value, None
+        return _plain_token(value, f"${TOKEN_ENV}"), None
     from ascend_eval.jobs import SecretStore
 
     try:
-        return SecretStore(secrets_dir).resolve(secret).read(), secret
+        value = SecretStore(secrets_dir).resolve(secret).read()
     except ConfigError:
         raise ConfigError(
             f"ascend-eval serve needs a bearer token that clients send: store one with "
             f"`ascend-eval secrets set {secret}` (it asks for the value), or export {TOKEN_ENV}=<token>."
         ) from None
+    return _plain_token(value, f"the secret {secret!r}"), secret
+
+
+def _plain_token(token: str, where: str) -> str:
+    """`token` when it is printable ASCII without spaces. An HTTP header carries other characters only as
+    bytes that clients encode differently (UTF-8, latin-1), so a token with `ä` in it would let in the
+    one encoding the server happens to compare against, and shut out the other.
+
+    Raises:
+        ConfigError: naming where the token came from (never the token) and how to make a good one.
+    """
+    if all("!" <= c <= "~" for c in token):
+        return token
+    raise ConfigError(
+        f"The bearer token in {where} holds a character other than printable ASCII (a letter such as 'ä', "
+        "a space or a control character), which HTTP clients do not send alike. Use letters, digits and "
+        "punctuation only, e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'."
+    )
 
 
 def data_dirs(given: list[Path] | None) -> tuple[Path, ...]:
@@ -68,6 +87,7 @@ def _serve(args: argparse.Namespace) -> int:
         import uvicorn
 
         from ascend_eval.serve.app import create_app
+        from ascend_eval.serve.connections import uvicorn_settings
         from ascend_eval.serve.service import Settings
     except ModuleNotFoundError as e:
         raise MissingDependencyError(
@@ -76,8 +96,8 @@ def _serve(args: argparse.Namespace) -> int:
     from ascend_eval.models.weights.paths import cache_root
 
     token, _ = resolve_token(args.secrets_dir, args.token_secret)
-    if args.max_body_mb <= 0 or args.concurrency < 1:
-        raise ConfigError("--max-body-mb must be positive and --concurrency at least 1.")
+    if args.concurrency < 1:
+        raise ConfigError("--concurrency must be at least 1.")
     settings = Settings(
         jobs_dir=args.jobs_dir or cache_root() / "jobs",
         token=token,
@@ -103,8 +123,47 @@ def _serve(args: argparse.Namespace) -> int:
     )
     # uvicorn hands a SIGTERM or Ctrl-C back (as KeyboardInterrupt here) once it has shut down cleanly.
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=args.log_level)
+        uvicorn.run(
+            create_app(settings),
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            **uvicorn_settings(args.read_timeout),
+        )
     return 0
+
+
+def _port(text: str) -> int:
+    """`--port`: a TCP port, 1 to 65535 (an argparse type: anything else is a usage error, exit 2)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port: give a whole number from 1 to 65535")
+    return port
+
+
+def _megabytes(text: str) -> float:
+    """`--max-body-mb`: a finite number of MiB over 0 that makes at least one byte."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf or int(value * 1024 * 1024) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: give a positive number of MiB, e.g. 16")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """`--read-timeout`: a finite number of seconds over 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time: give a number of seconds over 0, e.g. 60")
+    return value
 
 
 def add_parser(sub: Any) -> None:
@@ -116,15 +175,15 @@ def add_parser(sub: Any) -> None:
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine)"
     )
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=_port, default=8000, help="the TCP port, 1 to 65535 (default 8000)")
     serve.add_argument("--jobs-dir", type=Path, help="the jobs folder (default ~/.cache/ascend-eval/jobs)")
     serve.add_argument("--secrets-dir", type=Path, help="default ~/.cache/ascend-eval/secrets")
     serve.add_argument(
         "--data-dir",
         type=Path,
         action="append",
-        help="a folder jobs may read dataset and corpus files from (repeatable; default "
-        "$ASCEND_EVAL_DATA_DIRS, else ~/.cache/ascend-eval/data); files elsewhere are refused (422)",
+        help="a folder jobs may read dataset and corpus files and local models from (repeatable; default "
+        "$ASCEND_EVAL_DATA_DIRS, else ~/.cache/ascend-eval/data); paths elsewhere are refused (422)",
     )
     serve.add_argument("--concurrency", type=int, default=1, help="jobs run at once (default 1, at most 64)")
     serve.add_argument(
@@ -132,6 +191,15 @@ def add_parser(sub: Any) -> None:
         default=TOKEN_SECRET,
         help=f"the secret holding the bearer token (default {TOKEN_SECRET}); ${TOKEN_ENV} takes precedence",
     )
-    serve.add_argument("--max-body-mb", type=float, default=16.0, help="largest request body (default 16)")
+    serve.add_argument(
+        "--max-body-mb", type=_megabytes, default=16.0, help="largest request body in MiB (default 16)"
+    )
+    serve.add_argument(
+        "--read-timeout",
+        type=_seconds,
+        default=60.0,
+        help="seconds a client has to send each whole request, from its first byte or from connecting; "
+        "a connection that takes longer is closed (default 60)",
+    )
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(func=_serve)

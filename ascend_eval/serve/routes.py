@@ -48,6 +48,19 @@ def _dict(body: Any) -> dict[str, Any]:
     return body
 
 
+def _cursor(page_cursor: str | None) -> int:
+    """A log page's `page_cursor` as the line to start at: absent or empty is the first line; anything
+    but the ASCII digits of a `next_page` (at most 18 of them) is a 422, not a number Python would read
+    differently ("²", "١٢") or refuse (5,000 digits)."""
+    if not page_cursor:
+        return 0
+    if not (page_cursor.isascii() and page_cursor.isdigit() and len(page_cursor) <= 18):
+        raise HTTPException(
+            422, "page_cursor must be the next_page of an earlier page: a line number of at most 18 digits"
+        )
+    return int(page_cursor)
+
+
 def _zip(job_id: str, content: bytes) -> Response:
     disposition = f'attachment; filename="{job_id}-results.zip"'
     return Response(content, media_type="application/zip", headers={"Content-Disposition": disposition})
@@ -144,8 +157,7 @@ def _add_v2_job_routes(app: FastAPI, service: Service, v2: str) -> None:
         job_id: str, limit: int = Query(100, ge=1, le=10000), page_cursor: str | None = None
     ) -> dict[str, Any]:
         job, record = service.job(job_id)
-        cursor = int(page_cursor) if page_cursor and page_cursor.isdigit() else 0
-        return views.v2_logs(job, record, limit=limit, cursor=cursor)
+        return views.v2_logs(job, record, limit=limit, cursor=_cursor(page_cursor))
 
 
 def _add_v2_result_routes(app: FastAPI, service: Service, v2: str) -> None:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from ascend_eval.jobs import Job, Jobs, JobSpec, SecretStore
 from ascend_eval.jobs.datasets import check_job_files
 from ascend_eval.jobs.runner import FINISHED
+from ascend_eval.jobs.runtimes import check_local_models
 from ascend_eval.jobs.secrets import (
     check_secret_name,
     check_spec_secrets,
@@ -27,6 +28,7 @@ from ascend_eval.jobs.secrets import (
 )
 from ascend_eval.models.checks import SERVED_JOBS
 from ascend_eval.models.errors import ConfigError, DataError
+from ascend_eval.models.scrub import CONTROLS
 from ascend_eval.serve import views
 from ascend_eval.serve.nemo import (
     BodyError,
@@ -77,6 +79,30 @@ class Settings:
 
     def __post_init__(self) -> None:
         SERVED_JOBS.check("--concurrency", self.concurrency)
+
+
+MAX_NAME_CHARS = 256
+"""The longest job name a REST body may give: a label, shown on one line by `ascend-eval job list`."""
+
+
+def _check_name(name: Any) -> None:
+    """Refuse a job name that is not a string, longer than `MAX_NAME_CHARS` or holding a control
+    character (an escape sequence, a line break, a bidi control): `job list` prints names on a terminal,
+    where such a name could forge rows or retitle the window. Raises `BodyError` (422)."""
+    if name is None:
+        return
+    if not isinstance(name, str):
+        why = f"the job name must be a string, got {type(name).__name__}"
+    elif len(name) > MAX_NAME_CHARS:
+        why = f"the job name is {len(name):,} characters; at most {MAX_NAME_CHARS} are allowed"
+    elif (found := CONTROLS.search(name)) is not None:
+        why = (
+            f"the job name holds the control character {found.group()!a} at character {found.start()}; "
+            "use printable text on one line"
+        )
+    else:
+        return
+    raise BodyError([(("body", "name"), why)])
 
 
 class SecretIn(BaseModel):
@@ -155,8 +181,17 @@ class Service:
         """The translated spec, once its files are ones jobs may read and its secrets go only where they
         are bound to (the body's own keys are bound to the endpoints they came with). Raises `BodyError`."""
         spec = JobSpec.model_validate(translation.spec)
+        for field, url, name in endpoint_secrets(spec):
+            if name not in translation.keys and self.reserved(name):
+                why = (
+                    f"{field}: secret {name!r} is this server's own (a key another job's body gave, or its "
+                    f"token), which no other job may use, at {url} or anywhere. Name a secret stored with "
+                    "POST /v1/secrets, or give the key in this body (api_key)."
+                )
+                raise BodyError([(("body",), why)])
         try:
             check_job_files(spec.dataset, self.settings.data_dirs)
+            check_local_models(spec, self.settings.data_dirs)
             check_spec_secrets(spec, self.secrets, skip=translation.keys)
         except (ConfigError, DataError) as e:
             raise BodyError([(("body",), str(e))]) from None
@@ -172,6 +207,7 @@ class Service:
             BodyError: the body is not a job (422).
         """
         check_text(body)
+        _check_name(body.get("name"))
         fields = _V1_FIELDS if api == "v1" else _V2_FIELDS
         job_id = f"eval-{random_tokens.token_hex(8)}"
         translation, shape = self._translate(body, api, fields, job_id)
