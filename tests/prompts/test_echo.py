@@ -18,11 +18,12 @@ import ascend_eval
 from ascend_eval.data import Sample
 from ascend_eval.engine import Backends, Engine
 from ascend_eval.metrics import PlanContext, metric_names, resolve_metrics
-from ascend_eval.models.base import ClassifyRequest, GenerateRequest
+from ascend_eval.models.base import GenerateRequest
 from ascend_eval.models.judge.replay import ReplayJudge
 from ascend_eval.prompts import PROMPTS, PromptSpec
 from ascend_eval.prompts.layout import SampleBlock, echoed
-from tests.conftest import sample_input, split_sentences
+from tests.conftest import split_sentences
+from tests.prompts.test_layout import Recorder
 
 LONG_PAIRS = Path(__file__).parents[2] / "benchmarks" / "data"
 RECORDED = Path(__file__).parent / "data" / "recorded_statements.jsonl"
@@ -100,34 +101,13 @@ def test_a_prompt_that_writes_from_a_text_carries_it_in_every_layout(spec, langu
             assert json.dumps(text, ensure_ascii=False)[1:-1] in message.content
 
 
-class Recorder:
-    """A rule judge that keeps every request."""
-
-    def __init__(self) -> None:
-        self.sent: list[GenerateRequest | ClassifyRequest] = []
-
-    def generate(self, request: GenerateRequest) -> str:
-        self.sent.append(request)
-        data = sample_input(request)
-        name = request.tag.split("@")[0]
-        if name == "statements":
-            return json.dumps({"statements": split_sentences(data["answer"])}, ensure_ascii=False)
-        if name == "entities":
-            return json.dumps({"entities": data["text"].split()[:3]}, ensure_ascii=False)
-        return json.dumps({"question": data["response"][:30], "noncommittal": 0}, ensure_ascii=False)
-
-    def classify(self, request: ClassifyRequest) -> list[float]:
-        self.sent.append(request)
-        return [0.3] * (len(request.labels) - 1) + [0.7]
-
-
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_every_writing_request_of_the_twelve_metrics_holds_its_text_on_a_long_sample(
     language, ngram_embedder
 ):
     row = long_sample(language)
     recorder = Recorder()
-    judge = ReplayJudge(recorder.generate, recorder.classify, model_id="echo-rules")
+    judge = recorder.judge()
     sample = Sample(**row)
     ctx = PlanContext(language, block=SampleBlock.of(sample))  # type: ignore[arg-type]
     Engine(Backends(judge=judge, embedder=ngram_embedder)).run(
