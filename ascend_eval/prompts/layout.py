@@ -306,16 +306,19 @@ def _layout_wording() -> re.Pattern[str]:
 _LAYOUT_WORDING = _layout_wording()
 _NOT_WORD = re.compile(r"[\W_]+")
 QUESTION_PIECE = 16
-"""A written item whose letters (without case, spaces or punctuation) are this many or more and stand in the
-sample's question as they are is a piece of the question copied back: on a long answer pointed to sample
-first, the judge wrote "What happened in the fire at Ostrand station in February 2009?" and "How did the
-wintering team get off the island?", the two halves of the question, as the answer's statements."""
+"""A written question (it ends in "?" or "？") whose letters (without case, spaces or punctuation) are this
+many or more and stand in the sample's question as they are is a piece of the question copied back: on a long
+answer pointed to sample first, the judge wrote "What happened in the fire at Ostrand station in February
+2009?" and "How did the wintering team get off the island?", the two halves of the question, as the answer's
+statements. A statement that stands in the question is not one: a user may paste a passage into the question,
+and the answer may say it again."""
 
 
 def echoed(texts: Sequence[str], question: str = "") -> str | None:
     """Why the texts a judge wrote (statements, entities, a question) are the prompt read back rather than
     an answer, or None: one of them repeats the layout's wording (a pointer or a heading), or is the
-    sample's `question` or a piece of it (`QUESTION_PIECE`; compared without case, spaces or punctuation).
+    sample's `question` or a question that is a piece of it (`QUESTION_PIECE`; compared without case, spaces
+    or punctuation).
     A judge asked to rewrite a long answer that the prompt pointed to wrote the pointer back as its
     statements; such an answer is unreadable, never a score.
 
@@ -329,6 +332,8 @@ def echoed(texts: Sequence[str], question: str = "") -> str | None:
     "the judge wrote the sample's question ('How did they leave the island?') as its answer"
     >>> echoed(["Paris is the capital of France."], question="What is the capital of France?") is None
     True
+    >>> echoed(["The tower opened in 1889."], question="'The tower opened in 1889.' Is that right?") is None
+    True
     """
     asked = _NOT_WORD.sub("", question).casefold()
     for text in texts:
@@ -336,7 +341,8 @@ def echoed(texts: Sequence[str], question: str = "") -> str | None:
         if found:
             return f"the judge wrote the prompt's own wording ({found.group(0)!r}) instead of its answer"
         letters = _NOT_WORD.sub("", text).casefold()
-        if asked and (letters == asked or (len(letters) >= QUESTION_PIECE and letters in asked)):
+        piece = text.rstrip().endswith(("?", "？")) and len(letters) >= QUESTION_PIECE and letters in asked
+        if asked and (letters == asked or piece):
             return f"the judge wrote the sample's question ({_short(text)!r}) as its answer"
     return None
 
