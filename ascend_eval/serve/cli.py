@@ -144,26 +144,30 @@ def _port(text: str) -> int:
     return port
 
 
-def _megabytes(text: str) -> float:
-    """`--max-body-mb`: a finite number of MiB over 0 that makes at least one byte."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value < math.inf or int(value * 1024 * 1024) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size: give a positive number of MiB, e.g. 16")
-    return value
-
-
-def _seconds(text: str) -> float:
-    """`--read-timeout`: a finite number of seconds over 0."""
+def _positive(text: str, what: str) -> float:
+    """A finite number over 0, or the usage error that says what `what` (e.g. "a number of seconds over
+    0, e.g. 60") should be."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a time: give a number of seconds over 0, e.g. 60")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
     return value
+
+
+def _megabytes(text: str) -> float:
+    """`--max-body-mb`: a finite number of MiB over 0 that makes at least one byte."""
+    what = "a size: give a positive number of MiB, e.g. 16"
+    value = _positive(text, what)
+    if int(value * 1024 * 1024) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """`--read-timeout`: a finite number of seconds over 0."""
+    return _positive(text, "a time: give a number of seconds over 0, e.g. 60")
 
 
 def add_parser(sub: Any) -> None:
