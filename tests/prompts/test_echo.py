@@ -134,16 +134,22 @@ def _echo_judge(statements: list[str], entities: list[str] | None = None) -> Rep
     return ReplayJudge(generate, lambda request: [0.1, 0.9], model_id=f"echo:{statements}:{entities}")
 
 
+def _score(row: dict, metrics: list[str], judge: ReplayJudge, language: str, embedder, cache, **settings):
+    """`evaluate` of one long sample with a recorded-answer judge."""
+    return ascend_eval.evaluate(
+        [row], metrics, judge=judge, embedder=embedder, language=language, cache_dir=cache, progress=False,
+        **settings,
+    )  # fmt: skip
+
+
 STATEMENT_METRICS = ["faithfulness", "answer_correctness", "context_recall", "noise_sensitivity"]
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_statements_that_read_the_layout_back_are_nan_with_the_reason(language, ngram_embedder, tmp_path):
     row = long_sample(language)
-    result = ascend_eval.evaluate(
-        [row], STATEMENT_METRICS, judge=_echo_judge(RECORDED_ECHOES[language]), embedder=ngram_embedder,
-        language=language, cache_dir=tmp_path, progress=False,
-    )  # fmt: skip
+    result = _score(row, STATEMENT_METRICS, _echo_judge(RECORDED_ECHOES[language]), language, ngram_embedder,
+                    tmp_path)  # fmt: skip
     for column in result.metrics:
         assert math.isnan(result[column][0]), column
         [reason] = result.nan_reasons(column)
@@ -152,30 +158,23 @@ def test_statements_that_read_the_layout_back_are_nan_with_the_reason(language, 
 
 
 def test_a_pointer_to_the_reference_written_as_a_statement_is_an_echo(ngram_embedder, tmp_path):
-    result = ascend_eval.evaluate(
-        [long_sample("en", "context_recall")], ["context_recall"], judge=_echo_judge(RECORDED_REFERENCE_ECHO),
-        embedder=ngram_embedder, language="en", cache_dir=tmp_path, progress=False,
-    )  # fmt: skip
+    row, judge = long_sample("en", "context_recall"), _echo_judge(RECORDED_REFERENCE_ECHO)
+    result = _score(row, ["context_recall"], judge, "en", ngram_embedder, tmp_path)
     assert math.isnan(result["context_recall"][0])
     assert next(iter(result.nan_reasons("context_recall"))).startswith("echo:")
 
 
 def test_the_question_written_back_as_the_statements_is_an_echo(ngram_embedder, tmp_path):
     row = long_sample("zh")
-    result = ascend_eval.evaluate(
-        [row], ["faithfulness"], judge=_echo_judge([row["user_input"]]), embedder=ngram_embedder,
-        language="zh", cache_dir=tmp_path, progress=False,
-    )  # fmt: skip
+    result = _score(row, ["faithfulness"], _echo_judge([row["user_input"]]), "zh", ngram_embedder, tmp_path)
     [reason] = result.nan_reasons("faithfulness")
     assert reason.startswith("echo: the judge wrote the sample's question")
 
 
 def test_entities_that_read_the_layout_back_are_nan(ngram_embedder, tmp_path):
-    result = ascend_eval.evaluate(
-        [long_sample("en", "context_recall")], ["context_entity_recall"],
-        judge=_echo_judge(["x"], entities=["context 2 in the sample above", "Lake Varn"]),
-        embedder=ngram_embedder, language="en", cache_dir=tmp_path, progress=False,
-    )  # fmt: skip
+    judge = _echo_judge(["x"], entities=["context 2 in the sample above", "Lake Varn"])
+    row = long_sample("en", "context_recall")
+    result = _score(row, ["context_entity_recall"], judge, "en", ngram_embedder, tmp_path)
     assert math.isnan(result["context_entity_recall"][0])
     assert next(iter(result.nan_reasons("context_entity_recall"))).startswith("echo:")
 
@@ -185,8 +184,6 @@ def test_real_statements_of_a_long_answer_are_scored(ngram_embedder, tmp_path):
     row = long_sample("en")
     statements = split_sentences(row["response"])
     assert echoed(statements, row["user_input"]) is None
-    result = ascend_eval.evaluate(
-        [row], ["faithfulness"], judge=_echo_judge(statements), embedder=ngram_embedder, language="en",
-        cache_dir=tmp_path, progress=False, calibration="off",
-    )  # fmt: skip
+    result = _score(row, ["faithfulness"], _echo_judge(statements), "en", ngram_embedder, tmp_path,
+                    calibration="off")  # fmt: skip
     assert result["faithfulness"][0] == pytest.approx(0.9)
