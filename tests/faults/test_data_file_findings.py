@@ -30,10 +30,10 @@ JUDGE = {"url": "http://127.0.0.1:9/v1", "model_id": "judge"}
 FAST = 10.0  # seconds: a refusal comes at once; reading /dev/zero or waiting on a FIFO never ends
 
 
-def _refused_fast(call: Callable[[], object]) -> str:
-    """The message of the DataError `call` raises, which it must raise within FAST seconds (run in a
-    thread, so a call that blocks on a FIFO or reads a device fails the test instead of hanging it)."""
-    outcome: dict[str, BaseException | object] = {}
+def within(call: Callable[[], object]) -> BaseException | object:
+    """What `call` raised or returned, which it must do within FAST seconds (run in a daemon thread, so
+    that a call that blocks on a FIFO or reads a device fails the test instead of hanging it)."""
+    outcome: dict[str, object] = {}
 
     def run() -> None:
         try:
@@ -42,12 +42,17 @@ def _refused_fast(call: Callable[[], object]) -> str:
             outcome["raised"] = e
 
     thread = threading.Thread(target=run, daemon=True)
-    started = time.monotonic()
     thread.start()
     thread.join(FAST)
-    assert not thread.is_alive(), f"still reading after {FAST:.0f} s: the file was opened and read"
-    error = outcome.get("raised")
-    assert isinstance(error, DataError), f"expected a DataError, got {outcome}"
+    assert not thread.is_alive(), f"still waiting after {FAST:.0f} s: the file was opened and read"
+    return outcome.get("raised", outcome.get("returned"))
+
+
+def _refused_fast(call: Callable[[], object]) -> str:
+    """The message of the DataError `call` raises, within FAST seconds (`within`)."""
+    started = time.monotonic()
+    error = within(call)
+    assert isinstance(error, DataError), f"expected a DataError, got {error!r}"
     assert time.monotonic() - started < FAST
     return str(error)
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,30 +19,10 @@ from ascend_eval.data.stream import open_samples
 from ascend_eval.models.errors import DataError
 from ascend_eval.results.escape import markdown_cell
 from tests.conftest import NgramEmbedder
+from tests.faults.test_data_file_findings import FAST, within
 from tests.models.loopback_server import CHAT, LoopbackServer
 from tests.report.test_compare import rule_judge
 from tests.test_api_endpoints import judge_route
-
-FAST = 10.0  # seconds: a refusal comes at once; opening a FIFO for reading waits for a writer for ever
-
-
-def _within(call: Callable[[], object]) -> BaseException | object:
-    """What `call` raised or returned, which it must do within FAST seconds (run in a daemon thread, so
-    that a call blocked on a FIFO fails the test instead of hanging it)."""
-    outcome: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            outcome["returned"] = call()
-        except BaseException as e:
-            outcome["raised"] = e
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(FAST)
-    assert not thread.is_alive(), f"still waiting after {FAST:.0f} s: the FIFO was opened for reading"
-    return outcome.get("raised", outcome.get("returned"))
-
 
 # --- files that are no files ------------------------------------------------------------------------------
 
@@ -72,11 +50,11 @@ def test_a_fifo_named_jsonl_is_refused_by_evaluate_without_waiting_for_a_writer(
             str(fifo), "faithfulness", judge="http://127.0.0.1:9/v1", progress=False
         ),
     ):
-        error = _within(call)
+        error = within(call)
         assert isinstance(error, DataError), error
         assert f"'{fifo}' is a FIFO (named pipe), not a regular file" in str(error)
     started = time.monotonic()
-    code = _within(
+    code = within(
         lambda: main(["evaluate", str(fifo), "--out", str(tmp_path / "out"), "--metrics", "faithfulness"])
     )
     assert code == 2 and time.monotonic() - started < FAST
