@@ -65,7 +65,7 @@ def evaluate(
         dataset = builtin
     stream = open_samples(dataset, column_map=config.column_map)
     chosen = resolve_metrics(metrics)
-    count = check_samples(stream, {m.name: m.required for m in chosen})
+    count = check_samples(stream, {m.name: m.needs for m in chosen})
     inputs = [dataset] if isinstance(dataset, str | Path) else []
     folder = None if config.out is None else check_output_dir(config.out, inputs=inputs, what="out")
     tracer = tracer_for(config.trace)

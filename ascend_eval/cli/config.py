@@ -208,9 +208,14 @@ def _check(key: str, value: Any, default: Any, where: str) -> Any:
             value = {"model": "local:default", **value}  # the role's shipped default, with these settings
         return _compact(value)
     if key == "metrics":
-        if not isinstance(value, str | list) or not all(isinstance(n, str) for n in value):
-            raise wrong("metric names, as a list or comma-separated")
-        return split_values([value] if isinstance(value, str) else value)
+        if isinstance(value, str):
+            return split_values([value])
+        if not isinstance(value, list) or not all(isinstance(n, str | Mapping) for n in value):
+            raise wrong("metric names, as a list or comma-separated, and criterion or rubric mappings")
+        from ascend_eval.metrics.files import metric_entries
+
+        metric_entries(value, f"{where}: metrics")  # a bad criterion fails here, before any model loads
+        return [m for v in value for m in ((split_values([v]) or []) if isinstance(v, str) else [v])]
     if key == "column_map":
         if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in [*value, *value.values()]):
             raise wrong("a mapping of our column names to your dataset's, e.g. {user_input: query}")
@@ -342,7 +347,7 @@ def effective_config(args: argparse.Namespace) -> dict[str, Any]:
         config.update(load_config(args.config))
     flags: dict[str, Any] = {
         "dataset": getattr(args, "data", None),
-        "metrics": split_values(getattr(args, "metrics", None)),
+        "metrics": _metrics_flags(args),
         "column_map": parse_column_map(getattr(args, "column_map", None)),
         "cache_dir": False if getattr(args, "no_cache", None) else getattr(args, "cache_dir", None),
     }
@@ -374,6 +379,17 @@ def effective_config(args: argparse.Namespace) -> dict[str, Any]:
     return config
 
 
+def _metrics_flags(args: argparse.Namespace) -> list[Any] | None:
+    """`--metrics` names, then the entries of `--metrics-file` (checked now), or None when neither is given."""
+    names = split_values(getattr(args, "metrics", None)) or []
+    path = getattr(args, "metrics_file", None)
+    if path:
+        from ascend_eval.metrics.files import read_metrics_file
+
+        names += read_metrics_file(path)
+    return names or None
+
+
 def evaluate_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
     """evaluate()'s arguments from an effective configuration: its keys less the command line's, and each
     model mapping as a `ModelSpec` (checked now, before any model loads).
@@ -384,6 +400,10 @@ def evaluate_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
     from ascend_eval.models.spec import ModelSpec
 
     kwargs = {k: v for k, v in config.items() if k not in CLI_DEFAULTS}
+    if kwargs.get("metrics") is not None:
+        from ascend_eval.metrics.files import metric_entries
+
+        kwargs["metrics"] = metric_entries(kwargs["metrics"], "metrics")
     for key, role in MODEL_KEYS.items():
         value = kwargs[key]
         if value is None:

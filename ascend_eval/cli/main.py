@@ -144,6 +144,12 @@ def _add_evaluate_inputs(ev: argparse.ArgumentParser) -> None:
         nargs="+",
         help=f"metric names (or NeMo aliases), space- or comma-separated; default: all. {METRIC_NAMES}",
     )
+    ev.add_argument(
+        "--metrics-file",
+        metavar="FILE",
+        help="a YAML or JSON file whose `metrics:` list holds built-in names and your own criteria and "
+        "rubrics (`criterion: {name, definition, reads}`, `rubric: {name, levels, reads}`); added to --metrics",
+    )
 
 
 def _add_evaluate_models(ev: argparse.ArgumentParser) -> None:

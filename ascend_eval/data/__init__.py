@@ -10,6 +10,6 @@ import it.
 
 from ascend_eval.data.loaders import load_dataset
 from ascend_eval.data.sample import LEGACY_ALIASES, Column, Dataset, Sample
-from ascend_eval.data.validation import validate
+from ascend_eval.data.validation import UserColumn, validate
 
-__all__ = ["LEGACY_ALIASES", "Column", "Dataset", "Sample", "load_dataset", "validate"]
+__all__ = ["LEGACY_ALIASES", "Column", "Dataset", "Sample", "UserColumn", "load_dataset", "validate"]

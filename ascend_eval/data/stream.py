@@ -57,7 +57,7 @@ from ascend_eval.data.objects import (
     union_keys,
 )
 from ascend_eval.data.sample import Column, Dataset, Sample
-from ascend_eval.data.validation import SampleChecks
+from ascend_eval.data.validation import SampleChecks, UserColumn
 from ascend_eval.models.errors import DataError
 
 __all__ = ["KINDS", "SampleStream", "check_samples", "open_samples"]
@@ -129,7 +129,10 @@ class SampleStream:
         return self._length
 
     def check(
-        self, requirements: Mapping[str, Iterable[Column | str]], *, warn_long_contexts: bool = True
+        self,
+        requirements: Mapping[str, Iterable[Column | str | UserColumn]],
+        *,
+        warn_long_contexts: bool = True,
     ) -> int:
         """`check_samples(self, ...)`."""
         checks = SampleChecks(requirements, warn_long_contexts=warn_long_contexts)
@@ -234,7 +237,7 @@ def open_samples(source: Any, *, column_map: Mapping[str, str] | None = None) ->
 
 def check_samples(
     stream: SampleStream,
-    requirements: Mapping[str, Iterable[Column | str]],
+    requirements: Mapping[str, Iterable[Column | str | UserColumn]],
     *,
     warn_long_contexts: bool = True,
 ) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from ascend_eval.data.cells import SURROGATE_FIX, lone_surrogate
 from ascend_eval.data.sample import Column, Dataset, Sample
@@ -27,9 +28,27 @@ LONG_CONTEXT_CHARS = NIM_CHARACTER_LIMIT
 """A context longer than this (the NIMs' 65,535-character input limit) is sent whole, with a warning."""
 
 
+@dataclass(frozen=True)
+class UserColumn:
+    """A column of the user's own that a metric reads (a `Sample`'s `metadata` key), such as a criterion
+    over a "source_title" column: checked like the RAGAS columns, present and not None in every sample.
+
+    >>> checks = SampleChecks({"cites_source": [Column.RESPONSE, UserColumn("source_title")]})
+    >>> checks.add(Sample(id="a", response="r", metadata={"source_title": "T"}))
+    >>> checks.add(Sample(id="b", response="r"))
+    >>> try:
+    ...     checks.finish("2 samples", ("response", "source_title"), {"response": "response"})
+    ... except DataError as exc:
+    ...     print(str(exc).splitlines()[1].partition(". ")[0])
+    - Metric 'cites_source' reads your column 'source_title'; sample 1 (id 'b') lacks it
+    """
+
+    name: str
+
+
 def validate(
     samples: Sequence[Sample],
-    requirements: Mapping[str, Iterable[Column | str]],
+    requirements: Mapping[str, Iterable[Column | str | UserColumn]],
     *,
     warn_long_contexts: bool = True,
 ) -> None:
@@ -86,7 +105,10 @@ class SampleChecks:
     """
 
     def __init__(
-        self, requirements: Mapping[str, Iterable[Column | str]], *, warn_long_contexts: bool = True
+        self,
+        requirements: Mapping[str, Iterable[Column | str | UserColumn]],
+        *,
+        warn_long_contexts: bool = True,
     ) -> None:
         self.count = 0
         """How many samples have been added."""
@@ -96,10 +118,17 @@ class SampleChecks:
         # Which samples lack each column, kept once per column however many metrics need it.
         self._gaps: dict[Column, tuple[_Gap, _Gap]] = {}
         self._requirement_error: Exception | None = None
+        self._user: list[tuple[str, str]] = []
+        self._user_gaps: dict[str, _Gap] = {}
         try:
             for metric, needed in requirements.items():
-                if isinstance(needed, (str, Column)):
+                if isinstance(needed, (str, Column, UserColumn)):
                     needed = [needed]
+                needed = list(needed)
+                for user in (n for n in needed if isinstance(n, UserColumn)):
+                    self._user.append((metric, user.name))
+                    self._user_gaps.setdefault(user.name, _Gap())
+                needed = [n for n in needed if not isinstance(n, UserColumn)]
                 # Enum order, not the caller's: metrics often declare their columns as a frozenset, whose
                 # iteration order changes between processes, and the message should not.
                 for column in sorted({Column.resolve(name) for name in needed}, key=_COLUMN_ORDER.index):
@@ -128,6 +157,9 @@ class SampleChecks:
                 absent.add(index, sample.id)
             elif column.is_list and len(value) == 0:
                 empty.add(index, sample.id)
+        for name, gap in self._user_gaps.items():
+            if sample.metadata.get(name) is None:
+                gap.add(index, sample.id)
         self.count += 1
 
     def finish(self, source: str, columns: Sequence[str], roles: Mapping[str, str]) -> None:
@@ -162,6 +194,14 @@ class SampleChecks:
             absent, empty = self._gaps[column]
             if absent.count or empty.count:
                 problems.append(_problem(metric, column, absent, empty, self.count, columns, roles))
+        for metric, name in self._user:
+            gap = self._user_gaps[name]
+            if gap.count:
+                who = f"{_samples_phrase(gap, self.count)} {'lacks' if gap.count == 1 else 'lack'} it"
+                problems.append(
+                    f"Metric {metric!r} reads your column {name!r}; {who}. Fill it in, drop those samples, "
+                    "or change the metric's `reads`."
+                )
         if not problems:
             return
         count = f"{len(problems)} problem" + ("s" if len(problems) > 1 else "")

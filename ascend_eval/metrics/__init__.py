@@ -14,6 +14,7 @@ from ascend_eval.metrics.base import Metric, MetricResult, PlanContext
 from ascend_eval.metrics.context_entity_recall import ContextEntityRecall
 from ascend_eval.metrics.context_precision import ContextPrecision, ContextUtilization
 from ascend_eval.metrics.context_recall import ContextRecall
+from ascend_eval.metrics.criteria import Criterion, Rubric, UserMetric
 from ascend_eval.metrics.faithfulness import Faithfulness
 from ascend_eval.metrics.noise_sensitivity import NoiseSensitivity
 from ascend_eval.metrics.nv_accuracy import AnswerAccuracy
@@ -112,6 +113,14 @@ def _not_a_metric(value: Any) -> str:
     )
 
 
+def _builtin(name: str) -> bool:
+    try:
+        canonical_name(name)
+    except ConfigError:
+        return False
+    return True
+
+
 def resolve_metrics(metrics: Iterable[str | Metric] | str | Metric | None) -> list[Metric]:
     """Metric instances for names, aliases or instances (default: every available metric), in order,
     without duplicates (two names for one metric are one metric)."""
@@ -123,7 +132,19 @@ def resolve_metrics(metrics: Iterable[str | Metric] | str | Metric | None) -> li
         raise ConfigError(_not_a_metric(metrics))
     resolved: dict[str, Metric] = {}
     for m in metrics:
-        if isinstance(m, Metric):
+        if isinstance(m, UserMetric):
+            metric = m
+            if _builtin(m.name):
+                raise ConfigError(
+                    f"The {m.kind} {m.name!r} has the name of a built-in metric (or of one of its aliases); "
+                    "give it a name of its own: it is the result's column."
+                )
+            if m.name in resolved and resolved[m.name] != m:
+                raise ConfigError(
+                    f"Two metrics are named {m.name!r} with different settings; give each its own name: "
+                    "it is the result's column."
+                )
+        elif isinstance(m, Metric):
             metric = m
         elif not isinstance(m, str):
             raise ConfigError(_not_a_metric(m))
@@ -149,12 +170,14 @@ __all__ = [
     "ContextRecall",
     "ContextRelevance",
     "ContextUtilization",
+    "Criterion",
     "Faithfulness",
     "Metric",
     "MetricResult",
     "NoiseSensitivity",
     "PlanContext",
     "ResponseGroundedness",
+    "Rubric",
     "canonical_name",
     "metric_names",
     "resolve_metrics",

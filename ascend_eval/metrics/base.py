@@ -13,7 +13,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from ascend_eval.data import Column, Sample
+from ascend_eval.data import Column, Sample, UserColumn
 from ascend_eval.models.base import Request
 from ascend_eval.prompts.base import MAX_WRITTEN_ITEMS, Written
 from ascend_eval.prompts.calibration import Method
@@ -141,6 +141,12 @@ class Metric(ABC):
     """The result column, snake_case, as RAGAS names it."""
     required: ClassVar[frozenset[Column]]
     """Columns every sample must have for this metric."""
+
+    @property
+    def needs(self) -> frozenset[Column | UserColumn]:
+        """Every column a sample must have for this metric: `required`, and the user's own columns that a
+        metric of the user's reads (`metrics/criteria.py`). Checked before any model loads."""
+        return frozenset(self.required)
 
     @property
     def roles(self) -> frozenset[RoleName]:

@@ -1,0 +1,217 @@
+"""The metrics users write themselves (`Criterion`, `Rubric`): their settings, their requests in both
+judge modes and layouts, their scores, unreadable answers, the user's own columns, and a run on a real
+tiny model."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import pytest
+
+from ascend_eval import evaluate
+from ascend_eval.data import Sample
+from ascend_eval.engine import Backends, Engine
+from ascend_eval.metrics import Criterion, Rubric, resolve_metrics
+from ascend_eval.metrics.base import PlanContext
+from ascend_eval.metrics.criteria import majority
+from ascend_eval.models.base import ClassifyRequest, ClassifyResult, GenerateRequest
+from ascend_eval.models.errors import ConfigError, DataError
+from ascend_eval.models.judge.replay import ReplayJudge
+from ascend_eval.prompts.layout import SampleBlock
+
+EN = Sample(
+    user_input="How long is the warranty on the kettle?",
+    response="The kettle has a two-year warranty [1].",
+    reference="Two years.",
+    retrieved_contexts=("[1] Every kettle carries a two-year warranty.", "[2] Kettles ship in five days."),
+)
+ZH = Sample(
+    user_input="这款水壶保修多久？",
+    response="这款水壶保修两年（资料1）。",
+    reference="两年。",
+    retrieved_contexts=("资料1：每款水壶保修两年。", "资料2：水壶五天内发货。"),
+)
+CITES = Criterion(
+    "cites_source", "Does the answer name the passage it relies on?", reads=["contexts", "answer"]
+)
+COMPLETE = Rubric(
+    "completeness",
+    {1: "Misses the reference's points.", 3: "Covers about half.", 5: "Covers every point."},
+    reads=["question", "answer", "reference"],
+)
+
+
+def run(metric, judge, sample, language="en", **ctx):
+    engine = Engine(Backends(judge=judge))
+    return engine.run({0: metric.plan(sample, PlanContext(language, **ctx))})[0]
+
+
+def classify_judge(probs) -> ReplayJudge:
+    return ReplayJudge(classify_rule=lambda r: probs, model_id="rules-criteria")
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: Criterion("polite", "  "), "definition must be a non-empty string"),
+        (lambda: Criterion("polite", "Ok?", reads=[]), "reads= is empty"),
+        (lambda: Criterion("polite", "Ok?", reads="answer"), "takes a list of fields"),
+        (lambda: Criterion("polite", "Ok?", reads=["answer", "response"]), "names 'answer' twice"),
+        (lambda: Criterion("polite", "Ok?", reads=["my column"]), "a field is one of"),
+        (lambda: Criterion("2fast", "Ok?"), "use a letter"),
+        (lambda: Criterion("polite", "Ok?", strictness=2), "odd number of readings"),
+        (
+            lambda: Criterion("polite", "Ok?", examples=[{"answer": "x", "verdict": "yes"}]),
+            r"lacks \['question'\]",
+        ),
+        (
+            lambda: Criterion(
+                "polite", "Ok?", examples=[{"question": "q", "answer": "x", "verdict": "maybe"}]
+            ),
+            "verdict is yes or no",
+        ),
+        (lambda: Rubric("clarity", {1: "Confusing."}), "two or more levels"),
+        (lambda: Rubric("clarity", {"low": "Confusing.", "high": "Clear."}), "not a whole number"),
+        (lambda: Rubric("clarity", {1: "Confusing.", 10: "Clear."}), "not a whole number from 0 to 9"),
+        (lambda: Rubric("clarity", {1: "Confusing.", "1": "Clear."}), "given twice"),
+        (lambda: Rubric("clarity", {1: "Confusing.", 2: ""}), "level 2's description"),
+    ],
+)
+def test_settings_that_cannot_work_are_refused_when_built(build, message):
+    with pytest.raises(ConfigError, match=message):
+        build()
+
+
+def test_names_must_be_the_users_own_and_one_per_metric():
+    with pytest.raises(ConfigError, match="has the name of a built-in metric"):
+        resolve_metrics([Criterion("faithfulness", "Ok?")])
+    with pytest.raises(ConfigError, match="has the name of a built-in metric"):
+        resolve_metrics([Criterion("answer_accuracy", "Ok?")])  # a RAGAS alias of nv_accuracy
+    with pytest.raises(ConfigError, match="Two metrics are named 'polite'"):
+        resolve_metrics([Criterion("polite", "Ok?"), Criterion("polite", "Courteous?")])
+    same = resolve_metrics([Criterion("polite", "Ok?"), Criterion("polite", "Ok?"), "faithfulness"])
+    assert [m.name for m in same] == ["polite", "faithfulness"]
+
+
+def test_a_missing_user_column_is_a_data_error_before_any_model_loads(tmp_path):
+    source = Criterion(
+        "names_source", "Does the answer name the source title?", reads=["answer", "source_title"]
+    )
+    rows = [{"response": "a", "source_title": "Manual"}, {"response": "b"}]
+    with pytest.raises(DataError, match=r"reads your column 'source_title'; sample 1 lacks it"):
+        evaluate(rows, metrics=[source], judge=str(tmp_path / "no-such-judge"))
+
+
+def test_one_classify_request_per_sample_with_the_definition_as_written_in_the_samples_language():
+    seen: list[ClassifyRequest] = []
+    judge = ReplayJudge(classify_rule=lambda r: seen.append(r) or [0.2, 0.8])
+    zh_definition = Criterion("cites", "回答是否指明了它所依据的资料？", reads=["contexts", "answer"])
+    assert run(zh_definition, judge, EN, scoring="expected").score == pytest.approx(0.8)
+    assert run(zh_definition, judge, ZH, "zh", scoring="expected").score == pytest.approx(0.8)
+    assert judge.calls == [("classify", 1), ("classify", 1)]
+    en_text, zh_text = (r.messages[0].content for r in seen)
+    assert "回答是否指明了它所依据的资料？" in en_text and "Judge the sample against one criterion" in en_text
+    assert "按照一条标准" in zh_text and EN.response in en_text and ZH.response in zh_text
+    assert seen[0].labels == ("0", "1")
+
+
+def test_sample_first_points_to_the_samples_texts():
+    (request,) = _requests(CITES, EN, block=SampleBlock.of(EN))
+    text = request.messages[0].content
+    assert "the answer in the sample above" in text and "all the contexts in the sample above" in text
+    assert text.index(EN.response) < text.index("### Task")
+
+
+def _requests(metric, sample, **ctx):
+    seen: list = []
+    judge = ReplayJudge(
+        classify_rule=lambda r: seen.append(r) or [1.0] * len(r.labels),
+        generate_rule=lambda r: seen.append(r) or '{"reason": "-", "verdict": 1, "rating": 5}',
+    )
+    run(metric, judge, sample, **ctx)
+    return seen
+
+
+def test_criterion_scores_under_expected_and_threshold_scoring_and_strictness():
+    judge = classify_judge([0.3, 0.7])
+    expected = run(CITES, judge, EN, scoring="expected")
+    assert expected.score == pytest.approx(0.7) and expected.details == {"p_yes": 0.7, "verdict": 1}
+    assert run(CITES, judge, EN, scoring="threshold").score == 1.0
+    strict = Criterion(CITES.name, CITES.definition, reads=CITES.reads, strictness=3)
+    result = run(strict, judge, EN, scoring="expected")
+    assert result.score == pytest.approx(majority(0.7, 3)) == pytest.approx(0.784)
+    assert judge.calls[-1] == ("classify", 1)  # the majority of three readings costs no extra request
+
+
+def test_anchored_calibration_leaves_a_criterion_as_the_judge_reads_it():
+    result = run(CITES, classify_judge([0.3, 0.7]), EN, calibration="anchored", scoring="expected")
+    assert result.score == pytest.approx(0.7) and "calibration" not in result.details
+
+
+def test_rubric_scores_the_probability_weighted_level_normalised_and_keeps_the_argmax():
+    judge = classify_judge([0.1, 0.3, 0.6])  # levels 1, 3, 5
+    result = run(COMPLETE, judge, EN, scoring="expected")
+    assert result.score == pytest.approx((0.1 * 1 + 0.3 * 3 + 0.6 * 5 - 1) / 4)
+    assert result.details["level"] == 5 and result.details["expected_level"] == pytest.approx(4.0)
+    assert run(COMPLETE, judge, EN, scoring="threshold").score == 1.0
+
+
+@pytest.mark.parametrize(
+    "answer, reason",
+    [
+        (ClassifyResult(("1", "2", "3"), (0.2, 0.3, 0.5)), "parse_failure: the judge answered labels"),
+        ([0.0, 0.0, 0.0], "parse_failure: label probab"),
+    ],
+)
+def test_an_unreadable_classify_answer_is_nan_with_its_reason(answer, reason):
+    result = run(COMPLETE, classify_judge(answer), EN)
+    assert math.isnan(result.score) and result.reason.startswith(reason) and "raw" in result.details
+
+
+def test_generate_mode_reads_a_json_verdict_and_a_majority_of_sampled_readings():
+    answers = iter(['{"reason": "cites [1]", "verdict": 1}', "no json here", '{"reason": "no", "verdict": 0}',
+                    '{"reason": "yes", "verdict": "1"}'])  # fmt: skip
+    seen: list[GenerateRequest] = []
+    judge = ReplayJudge(generate_rule=lambda r: seen.append(r) or next(answers))
+    one = run(CITES, judge, EN, judge_mode="generate")
+    assert one.score == 1.0 and one.details["reasons"] == ["cites [1]"]
+    strict = Criterion(CITES.name, CITES.definition, reads=CITES.reads, strictness=3)
+    three = run(strict, judge, EN, judge_mode="generate")
+    assert three.score == 0.0 and three.details["verdicts"] == [0, 1]  # a tie of the two read is no
+    assert three.details["unread"][0].startswith("parse_failure")
+    assert [r.params.seed for r in seen[1:]] == [0, 1, 2] and seen[1].params.temperature > 0
+
+
+def test_generate_mode_garbage_is_nan_with_its_reason():
+    judge = ReplayJudge(generate_rule=lambda r: '{"reason": "fine", "rating": 4}')  # 4 is not a level
+    result = run(COMPLETE, judge, EN, judge_mode="generate")
+    assert math.isnan(result.score) and result.reason.startswith("parse_failure: rating")
+    judge = ReplayJudge(generate_rule=lambda r: '{"reason": "all there", "rating": "5"}')
+    assert run(COMPLETE, judge, ZH, "zh", judge_mode="generate").score == 1.0
+
+
+def test_user_columns_are_shown_under_their_names():
+    title = Criterion(
+        "names_source", "Does the answer name the source title?", reads=["answer", "source_title"]
+    )
+    sample = Sample(response="See the manual.", metadata={"source_title": "Kettle manual"})
+    (request,) = _requests(title, sample)
+    assert '"source_title": "Kettle manual"' in request.messages[0].content
+
+
+def test_a_user_metric_pickles_and_compares_by_its_settings():
+    again = pickle.loads(pickle.dumps(COMPLETE))
+    assert again == COMPLETE and again is not COMPLETE and again.prompts[0].labels == ("1", "3", "5")
+    assert Criterion(CITES.name, "Another question?", reads=CITES.reads) != CITES
+
+
+def test_a_criterion_and_a_rubric_on_a_real_tiny_judge(tiny_llama_dir):
+    kind = {"question": "Where is Paris?", "answer": "In France, happy to help.", "verdict": "yes"}
+    polite = Criterion("polite", "Is the answer courteous?", examples=[kind])
+    judge = f"local:{tiny_llama_dir}"
+    result = evaluate([EN, ZH], metrics=[polite, COMPLETE], judge=judge, cache_dir=False, progress=False)
+    frame = result.to_pandas()
+    for name in ("polite", "completeness"):
+        assert frame[name].between(0, 1).all(), frame[name]
+    assert result.provenance["metrics"]["completeness"]["levels"] == COMPLETE.levels
