@@ -1,0 +1,247 @@
+"""Judge agreement on the user's own criteria and rubrics: does the better member of each pair score higher?
+
+The metrics are the six criteria and two rubrics of `benchmarks/data/criteria_metrics.yaml` (three criteria
+and a rubric written in Chinese, the rest in English); the pairs are `criteria_pairs_{en,zh}.jsonl`, five per
+metric and language, each two samples that differ only in what the metric judges
+(`benchmarks/data/CRITERIA_PAIRS.md`). Both tools see the same fields of each sample: those the metric
+`reads`.
+
+* ours: `Criterion` / `Rubric` in classify mode, one request per sample, read two ways from one run: the
+  expected score (p(yes), the probability-weighted level) and the argmax label (the verdict, the most
+  probable level);
+* RAGAS 0.4.3 (`--ragas`): the same definitions as `AspectCritic(name, definition)` and
+  `RubricsScore(rubrics={"score1_description": ...})` through `ragas.evaluate`, on the same server
+  (`benchmarks/ragas_side.py`): RAGAS's score is its label (0/1, or the level).
+
+A pair is right when the better member scores strictly higher; a tie or a NaN on either side is wrong, and
+both are counted. Each accuracy has a Wilson 95% interval. The server's token counters are read around
+each side.
+
+    python -m benchmarks.criteria_fidelity --judge http://127.0.0.1:8011/v1/chat/completions --ragas \\
+        --cache-dir C --out criteria.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import ascend_eval
+from ascend_eval.metrics.criteria import FIELDS, Criterion, UserMetric
+from ascend_eval.metrics.files import metric_entries
+from ascend_eval.yaml_files import load_yaml
+
+DATA = Path(__file__).parent / "data"
+METRICS_FILE = DATA / "criteria_metrics.yaml"
+PAIRS = tuple(DATA / f"criteria_pairs_{lang}.jsonl" for lang in ("en", "zh"))
+RAGAS_COLUMNS = {"question": "user_input", "answer": "response", "contexts": "retrieved_contexts",
+                 "reference": "reference"}  # fmt: skip
+
+
+def load_metrics(path: Path = METRICS_FILE) -> dict[str, UserMetric]:
+    """The file's criteria and rubrics by name."""
+    entries = metric_entries(load_yaml(path.read_text(encoding="utf-8"), str(path))["metrics"], str(path))
+    return {m.name: m for m in entries if isinstance(m, UserMetric)}
+
+
+def load_pairs(paths: Sequence[Path] = PAIRS) -> list[dict[str, Any]]:
+    return [
+        json.loads(line) for path in paths for line in path.read_text(encoding="utf-8").splitlines() if line
+    ]
+
+
+def shown(sample: dict[str, Any], metric: UserMetric) -> dict[str, Any]:
+    """The sample's columns that `metric` reads (RAGAS's names): all either tool is given."""
+    keep = {FIELDS[f].value for f in metric.reads if f in FIELDS}
+    return {k: v for k, v in sample.items() if k in keep}
+
+
+def _groups(pairs: list[dict[str, Any]], metrics: dict[str, UserMetric]) -> list[tuple[UserMetric, list]]:
+    return [(m, [p for p in pairs if p["metric"] == name]) for name, m in metrics.items()]
+
+
+def score_ours(pairs: list[dict[str, Any]], metrics: dict[str, UserMetric], judge: Any, cache: Any) -> None:
+    """Each pair's "ours": expected scores and argmax labels of its members, [better, worse] each."""
+    for metric, group in _groups(pairs, metrics):
+        if not group:
+            continue
+        started = time.perf_counter()
+        samples = [shown(p[k], metric) for k in ("better", "worse") for p in group]
+        result = ascend_eval.evaluate(
+            samples, [metric], judge=judge, cache_dir=cache, judge_mode="classify", scoring="expected",
+            progress=False,
+        )  # fmt: skip
+        results = result.results[metric.name]
+        key = "verdict" if isinstance(metric, Criterion) else "level"
+        n = len(group)
+        for i, pair in enumerate(group):
+            better, worse = results[i], results[n + i]
+            pair["ours"] = {
+                "score": [better.score, worse.score],
+                "label": [b.details.get(key, math.nan) for b in (better, worse)],
+                "reasons": [r.reason for r in (better, worse) if r.reason],
+            }
+        print(f"ours {metric.name}: {n} pairs in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def ragas_metric(metric: UserMetric, llm: Any) -> Any:
+    """RAGAS 0.4.3's object for the same definition: `AspectCritic` or `RubricsScore`."""
+    from ragas.metrics._aspect_critic import AspectCritic
+    from ragas.metrics._domain_specific_rubrics import RubricsScore
+
+    if isinstance(metric, Criterion):
+        return AspectCritic(name=metric.name, definition=metric.definition, llm=llm)
+    rubrics = {f"score{level}_description": text for level, text in metric.levels.items()}  # type: ignore[attr-defined]
+    return RubricsScore(name=metric.name, rubrics=rubrics, llm=llm)
+
+
+def score_ragas(pairs: list[dict[str, Any]], metrics: dict[str, UserMetric], llm: Any, timeout: int) -> None:
+    """Each pair's "ragas": RAGAS's scores of its members (its label), [better, worse]."""
+    import ragas
+    from ragas import EvaluationDataset
+    from ragas.run_config import RunConfig
+
+    for metric, group in _groups(pairs, metrics):
+        if not group:
+            continue
+        started = time.perf_counter()
+        samples = [shown(p[k], metric) for k in ("better", "worse") for p in group]
+        for s in samples:
+            if "retrieved_contexts" in s:
+                s["retrieved_contexts"] = list(s["retrieved_contexts"])
+        result = ragas.evaluate(
+            EvaluationDataset.from_list(samples), [ragas_metric(metric, llm)],
+            run_config=RunConfig(timeout=timeout), show_progress=False, raise_exceptions=False,
+        )  # fmt: skip
+        scores = [float(x) if x is not None else math.nan for x in result.to_pandas()[metric.name]]
+        n = len(group)
+        for i, pair in enumerate(group):
+            pair["ragas"] = {"score": [scores[i], scores[n + i]], "label": [scores[i], scores[n + i]]}
+        print(f"ragas {metric.name}: {n} pairs in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def wilson(right: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion right / n.
+
+    >>> [round(x, 3) for x in wilson(8, 10)]
+    [0.49, 0.943]
+    """
+    if n == 0:
+        return (math.nan, math.nan)
+    p = right / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (centre - half, centre + half)
+
+
+def accuracy(pairs: list[dict[str, Any]], tool: str, read: str) -> list[dict[str, Any]]:
+    """Per metric and language (then "all"): pairs, right, ties, NaN pairs, accuracy and its interval."""
+    rows = []
+    names = [*dict.fromkeys(p["metric"] for p in pairs), "all"]
+    for name in names:
+        for language in ("en", "zh", "all"):
+            scored = [p for p in pairs if tool in p and name in ("all", p["metric"])]
+            scored = [p[tool][read] for p in scored if language in ("all", p["language"])]
+            if not scored:
+                continue
+            right = sum(not (math.isnan(b) or math.isnan(w)) and b > w for b, w in scored)
+            low, high = wilson(right, len(scored))
+            rows.append({"tool": tool, "read": read, "metric": name, "language": language,
+                         "pairs": len(scored), "right": right, "ties": sum(b == w for b, w in scored),
+                         "nan": sum(math.isnan(b) or math.isnan(w) for b, w in scored),
+                         "accuracy": right / len(scored), "interval": [low, high]})  # fmt: skip
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """One line per metric and language: each tool and reading's right / pairs, interval, ties, NaN."""
+    reads = list(dict.fromkeys((r["tool"], r["read"]) for r in rows))
+    head = " | ".join(f"{tool} {read}" for tool, read in reads)
+    lines = [f"| metric | language | pairs | {head} |", "| --- | --- | ---: |" + " --- |" * len(reads)]
+    by = {(r["tool"], r["read"], r["metric"], r["language"]): r for r in rows}
+    for metric, language in dict.fromkeys((r["metric"], r["language"]) for r in rows):
+        cells = []
+        for tool, read in reads:
+            r = by.get((tool, read, metric, language))
+            if r is None:
+                cells.append("")
+                continue
+            low, high = r["interval"]
+            cells.append(
+                f"{r['right']} [{max(low, 0):.2f}, {min(high, 1):.2f}] ({r['ties']} ties, {r['nan']} NaN)"
+            )
+        pairs = next(r["pairs"] for r in rows if (r["metric"], r["language"]) == (metric, language))
+        lines.append(f"| {metric} | {language} | {pairs} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _counters(url: str) -> dict[str, float] | None:
+    from benchmarks.server import read_counters
+
+    return read_counters(url.split("/v1")[0]) if url.startswith("http") else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--judge", required=True, help="the judge: a server URL (.../v1/chat/completions) or a model"
+    )
+    parser.add_argument("--served-model", default="judge", help="the server's model name, for RAGAS")
+    parser.add_argument("--cache-dir", default=False, help="our request cache (default: none)")
+    parser.add_argument("--metrics", nargs="*", help="only these metrics of the file")
+    parser.add_argument("--ragas", action="store_true", help="also score RAGAS 0.4.3 on the same server")
+    parser.add_argument("--no-ours", action="store_true", help="score RAGAS's side alone")
+    parser.add_argument("--ragas-max-tokens", type=int, default=1024)
+    parser.add_argument("--request-timeout", type=int, default=1800)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    metrics = load_metrics()
+    if args.metrics:
+        metrics = {k: v for k, v in metrics.items() if k in args.metrics}
+    pairs = [p for p in load_pairs() if p["metric"] in metrics]
+    tokens: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    if not args.no_ours:
+        from ascend_eval.models.factory import resolve
+        from ascend_eval.models.spec import ModelSpec
+        from benchmarks.server import counter_delta
+
+        judge: Any = args.judge
+        if judge.startswith("http"):
+            judge = ModelSpec(model=judge, role="judge", request_timeout=args.request_timeout)
+        before, started = _counters(args.judge), time.perf_counter()
+        score_ours(pairs, metrics, resolve(judge, "judge"), args.cache_dir)
+        tokens["ours"] = {
+            "seconds": time.perf_counter() - started,
+            **(counter_delta(before, _counters(args.judge)) or {}),
+        }
+        rows += accuracy(pairs, "ours", "score") + accuracy(pairs, "ours", "label")
+    if args.ragas:
+        from benchmarks.ragas_side import Counts, server_llm
+        from benchmarks.server import counter_delta
+
+        llm = server_llm(args.judge.split("/v1")[0], args.served_model, args.ragas_max_tokens, Counts())
+        before, started = _counters(args.judge), time.perf_counter()
+        score_ragas(pairs, metrics, llm, args.request_timeout)
+        tokens["ragas"] = {
+            "seconds": time.perf_counter() - started,
+            **(counter_delta(before, _counters(args.judge)) or {}),
+        }
+        rows += accuracy(pairs, "ragas", "score")
+    print(table(rows))
+    print(json.dumps(tokens))
+    if args.out:
+        args.out.write_text(json.dumps({"command": argv, "rows": rows, "tokens": tokens, "pairs": pairs},
+                                       ensure_ascii=False, indent=1), encoding="utf-8")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
