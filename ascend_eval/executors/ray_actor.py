@@ -95,7 +95,7 @@ class BatchScorer:
     Args:
         kind: how batches hold their rows (`KINDS`).
         roles: source column -> role, as the driver resolved them (`column_roles`).
-        metrics: the metric names of the run.
+        metrics: the metric names (or objects) of the run.
         models: role -> what to build for it (a `ModelSpec`, a name or a runtime), only the roles the
             metrics need.
         config: the run's settings as the driver hands them to actors (`EvaluationConfig.for_actors`): the

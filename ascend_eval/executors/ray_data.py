@@ -55,7 +55,7 @@ from ascend_eval.executors.ray_actor import (
     reason_column,
     score_column,
 )
-from ascend_eval.metrics import MetricResult, resolve_metrics
+from ascend_eval.metrics import Metric, MetricResult, resolve_metrics
 from ascend_eval.models.device import DEVICE_ENV
 from ascend_eval.models.errors import AscendEvalError, ConfigError, DataError, MissingDependencyError
 from ascend_eval.models.factory import JUDGE_PARALLELISM, spec_for
@@ -214,7 +214,7 @@ def score_on_ray(
     *,
     roles: Mapping[str, str],
     count: int,
-    metrics: Sequence[str],
+    metrics: Sequence[str | Metric],
     config: EvaluationConfig,
     address: str | None = None,
     num_workers: int | None = None,
@@ -230,7 +230,7 @@ def score_on_ray(
             Face `datasets.Dataset`, a list of rows, a columnar dict or a built-in dataset name.
         roles: source column -> role (`ascend_eval.data.columns.column_roles`).
         count: the number of rows (checked against what Ray read).
-        metrics: the metric names.
+        metrics: the metric names or objects (a user's criteria and rubrics travel to the actors as objects).
         config: the run's settings; the actors get `config.for_actors()`. Its models must be picklable
             (names, paths, URLs, `ModelSpec`s, or picklable runtimes); its cache_dir is a folder on each
             node's own disk, relative to the driver's working directory.
@@ -490,7 +490,7 @@ def run_on_ray(run: RunInput) -> EvaluationResult:
             source,
             roles=roles,
             count=run.count,
-            metrics=run.names,
+            metrics=run.metrics,
             config=config,
             address=config.ray_address,
             num_workers=config.num_workers,

@@ -94,13 +94,12 @@ def execute(
     check_spec_secrets(spec, secrets)
     report({"stage": "loading data"})
     found = job_source(spec.dataset, secrets)
-    names = spec.metric_names()
-    metrics = resolve_metrics(names)
+    metrics = resolve_metrics(spec.metric_list())
     params = spec.metric_params
     needed = set().union(*(m.required for m in metrics))
     # Columns only the data can give are checked now; the pipeline's columns after it ran. evaluate()
     # checks again, and warns about long contexts then, once, when they are all there.
-    from_data = {m.name: m.required - _PIPELINE_COLUMNS for m in metrics}
+    from_data = {m.name: m.needs - _PIPELINE_COLUMNS for m in metrics}
     source: Any
     if isinstance(found.source, Path) and not params.truncate_long_documents:
         # A file evaluate() can read as it goes: its samples are never all in memory, unless the
@@ -145,7 +144,7 @@ def execute(
         on_round, on_progress = round_progress(total, report)
         result = evaluate(
             source,
-            names,
+            metrics,
             judge=judge,
             embedder=embedder,
             cache_dir=cache_dir,

@@ -18,7 +18,7 @@ import difflib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -26,6 +26,9 @@ from ascend_eval.data.cells import SURROGATE_FIX, lone_surrogate
 from ascend_eval.models.checks import PARALLELISM, WORKERS
 from ascend_eval.models.errors import ConfigError, DataError
 from ascend_eval.yaml_files import load_yaml
+
+if TYPE_CHECKING:
+    from ascend_eval.metrics import Metric
 
 SECRET_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
@@ -186,7 +189,8 @@ class JobSpec(_Strict):
     """One metric job. See docs/jobs.md for every field."""
 
     metric: str | None = None
-    metrics: list[str] | None = None
+    metrics: list[str | dict[str, Any]] | None = None
+    """Built-in names and the user's own criteria and rubrics (`metrics/files.py`)."""
     model: RagModel | None = None
     """The RAG model: generates answers for samples that have none."""
     retriever_pipeline: RetrieverPipeline | None = None
@@ -205,19 +209,23 @@ class JobSpec(_Strict):
 
     @field_validator("metrics")
     @classmethod
-    def _known_metrics(cls, names: list[str] | None) -> list[str] | None:
-        for name in names or []:
-            cls._known_metric(name)
-        return names
+    def _known_metrics(cls, entries: list[str | dict[str, Any]] | None) -> list[str | dict[str, Any]] | None:
+        from ascend_eval.metrics.files import metric_entries
+
+        for name in entries or []:
+            if isinstance(name, str):
+                cls._known_metric(name)
+        metric_entries(entries or [], "metrics")  # a criterion or rubric that cannot work: ConfigError
+        return entries
 
     @model_validator(mode="after")
     def _metrics_and_judges(self) -> JobSpec:
         from ascend_eval.metrics import resolve_metrics
 
-        names = self.metric_names()
-        if not names:
+        chosen = resolve_metrics(self.metric_list()) if self.metric_list() else []
+        if not chosen:
             raise ValueError("no metric: set 'metric' (e.g. 'system/rag-faithfulness') or 'metrics' (a list)")
-        roles = {name: resolve_metrics(name)[0].roles for name in names}
+        roles = {m.name: m.roles for m in chosen}
         judged = [name for name, needs in roles.items() if "judge" in needs]
         if judged and self.metric_params.judge_llm is None:
             raise ValueError(
@@ -248,9 +256,16 @@ class JobSpec(_Strict):
         return [(field, ref) for field, ref in refs if ref is not None]
 
     def metric_names(self) -> list[str]:
-        """`metric` then `metrics`, as written (NeMo names or ours), without repeats."""
-        names = ([self.metric] if self.metric else []) + list(self.metrics or [])
+        """`metric` then `metrics`, as written (NeMo names or ours; a criterion or rubric by its name),
+        without repeats."""
+        names = [m if isinstance(m, str) else m.name for m in self.metric_list()]
         return list(dict.fromkeys(names))
+
+    def metric_list(self) -> list[str | Metric]:
+        """`metric` then `metrics`: names as written, the user's criteria and rubrics as metric objects."""
+        from ascend_eval.metrics.files import metric_entries
+
+        return metric_entries(([self.metric] if self.metric else []) + list(self.metrics or []), "metrics")
 
     def to_json(self) -> str:
         """The spec as stored in a job directory: secret names only, never values (a spec holds no values)."""

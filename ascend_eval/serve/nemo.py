@@ -411,7 +411,9 @@ def translate_spec(spec: Any, *, loc: Loc) -> Translation:
     parsed = JobSpec.model_validate(spec)
     from ascend_eval.metrics import canonical_name
 
-    metrics = {name: canonical_name(name) for name in parsed.metric_names()}
+    metrics = {m.name: m.name for m in parsed.metric_list() if not isinstance(m, str)}
+    metrics |= {name: canonical_name(name) for name in parsed.metric_list() if isinstance(name, str)}
+    metrics = {name: metrics[name] for name in parsed.metric_names()}  # in the spec's order
     return Translation(spec=spec, task="rag", metrics=metrics)
 
 

@@ -13,6 +13,7 @@ import pytest
 import ascend_eval
 from ascend_eval.config import EvaluationConfig
 from ascend_eval.executors import RAY_INSTALL, score_on_ray
+from ascend_eval.metrics import Criterion
 from ascend_eval.models.errors import ConfigError, MissingDependencyError
 from ascend_eval.models.spec import ModelSpec
 from tests.executors.conftest import (
@@ -115,3 +116,16 @@ def test_without_ray_the_error_names_the_extra(monkeypatch):
         score_on_ray(rows, roles=roles, count=count, metrics=["faithfulness"], config=EvaluationConfig())
     assert RAY_INSTALL in str(info.value) == str(info.value)
     assert RAY_INSTALL == "pip install 'ascend-eval[ray]'"
+
+
+def test_a_users_criterion_travels_to_the_actors_and_scores_as_locally(tmp_path, local_ray, rule_server):
+    models = specs(*rule_server)
+    rows = dataset_rows()
+    figures = Criterion("gives_figures", "Does the reference give a figure?", reads=["answer", "reference"])
+    metrics = ["faithfulness", figures]
+    local = ascend_eval.evaluate(rows, metrics, **models, cache_dir=False, progress=False)
+    assert sorted({round(s, 6) for s in local["gives_figures"]}) == [0.3, 0.8]
+    roles, count = roles_of(rows)
+    config = EvaluationConfig.of(**models, cache_dir=tmp_path / "cache")
+    run = score_on_ray(rows, roles=roles, count=count, metrics=metrics, config=config, num_workers=1)
+    assert_same_as_local(list(run), local)

@@ -368,3 +368,27 @@ def test_a_file_dataset_is_read_as_the_evaluation_goes_with_the_inline_results(j
     assert "(read as the evaluation goes)" not in (inline.directory / "job.log").read_text()
     assert streamed.results() == inline.results()
     assert streamed.progress()["scores_done"] == streamed.progress()["scores_total"] == 2
+
+
+def test_a_job_scores_the_users_criterion_beside_a_built_in_metric(jobs, judge_server, rule_judge):
+    spec = inline_spec_for(judge_server.url, secret=None)
+    data = spec["dataset"]["rows"][0]
+    data["answer"][0] = "The Eiffel Tower is 330 metres tall."  # a digit: the rule judge's criterion holds
+    figures = {"name": "gives_figures", "definition": "Does the answer give a figure?", "reads": ["answer"]}
+    spec["metrics"] = [{"criterion": figures}]
+    got = jobs.create(spec).run().results()
+    criterion = ascend_eval.metrics.Criterion(**figures)
+    metrics = [spec["metric"], criterion]
+    direct = ascend_eval.evaluate(data, metrics, judge=rule_judge, cache_dir=False, progress=False)
+    assert [a["name"] for a in got["aggregate_scores"]] == direct.metrics == ["faithfulness", "gives_figures"]
+    assert got["rows"] == json.loads(json.dumps(direct.rows()))
+    expected = [0.8 if any(c.isdigit() for c in answer) else 0.3 for answer in data["answer"]]
+    assert [r["gives_figures"] for r in got["rows"]] == pytest.approx(expected)
+
+
+def test_a_bad_criterion_in_a_spec_is_refused_before_the_job_runs(jobs, judge_server):
+    spec = inline_spec_for(judge_server.url, secret=None)
+    spec["metrics"] = [{"criterion": {"name": "x", "definition": ""}}]
+    with pytest.raises(ConfigError, match="definition must be a non-empty string"):
+        jobs.create(spec)
+    assert judge_server.generate_bodies() == []

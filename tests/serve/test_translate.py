@@ -205,3 +205,13 @@ def test_results_in_nemo_shape():
         "stddev": 0.5,
         "stderr": pytest.approx(0.3535533),
     }
+
+
+def test_a_seed_spec_keys_a_users_criterion_by_its_name():
+    criterion = {"criterion": {"name": "polite", "definition": "Is the answer polite?"}}
+    judge = {"model": {"url": "http://127.0.0.1:9/v1/chat/completions", "name": "j"}}
+    rows = {"rows": [{"question": "q"}]}
+    spec = {"metric": "system/rag-faithfulness", "metrics": [criterion], "dataset": rows,
+            "metric_params": {"judge_llm": judge}}  # fmt: skip
+    translation = translate_spec(spec, loc=("body", "spec"))
+    assert translation.metrics == {"system/rag-faithfulness": "faithfulness", "polite": "polite"}
