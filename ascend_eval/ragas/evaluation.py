@@ -24,7 +24,7 @@ from ascend_eval.models.checks import CHUNK_SIZE
 from ascend_eval.models.errors import BACKEND_ERROR, BackendError, ConfigError
 from ascend_eval.models.factory import resolve
 from ascend_eval.models.spec import ModelSpec
-from ascend_eval.ragas.metrics import MappedMetric, map_metrics
+from ascend_eval.ragas.metrics import MappedMetric, SampleFields, map_metrics
 from ascend_eval.ragas.models import Secrets, embedder_arg, judge_arg, with_run_config
 from ascend_eval.ragas.result import RagasResult
 from ascend_eval.results import EvaluationResult
@@ -245,7 +245,8 @@ def evaluate(
             `ascend_eval.evaluate` reads (dicts, rows, files, DataFrames).
         metrics: RAGAS metric objects, legacy (`ragas.metrics.Faithfulness()`) or collections
             (`ragas.metrics.collections.Faithfulness(llm=...)`), with their parameters; metric names and
-            `ascend_eval.metrics` instances work too. None: RAGAS's default four.
+            `ascend_eval.metrics` instances work too. None: RAGAS's default four. `AspectCritic` and
+            `RubricsScore` become our `Criterion` and `Rubric`, on RAGAS's scales (0/1, the level).
         llm: `LangchainLLMWrapper(ChatOpenAI(base_url=...))`, a `ChatOpenAI`, `llm_factory(model,
             client=OpenAI(base_url=...))`, a LangChain `HuggingFacePipeline` of a local directory, or one
             of our judge arguments (a path, URL, `ModelSpec`, `Judge`). A metric's own `llm` comes first.
@@ -280,8 +281,8 @@ def evaluate(
     del token_usage_parser, _pbar, allow_nest_asyncio  # RAGAS's signature; nothing to do with them here
     _check_unsupported(callbacks, return_executor)
     _check_batch_size(batch_size)
-    mapped = map_metrics(metrics)
     data = dataset if isinstance(dataset, Dataset) else load_dataset(dataset, column_map=column_map)
+    mapped = map_metrics(metrics, SampleFields.of(data))  # a criterion reads the fields the samples have
     groups, secrets = _plan_groups(mapped, llm, embeddings, run_config)
     runs = _run_groups(
         data,
@@ -303,7 +304,14 @@ def evaluate(
     columns = {m.column: m.metric.name for m in mapped}
     if raise_exceptions:
         _raise_first_failure(result, columns)
-    return RagasResult(result, columns, dataset=dataset, run_id=_run_id)
+    return RagasResult(
+        result,
+        columns,
+        dataset=dataset,
+        binary_columns=[m.column for m in mapped if m.binary],
+        run_id=_run_id,
+        scales={m.column: m.to_ragas for m in mapped if m.to_ragas is not None},
+    )
 
 
 async def aevaluate(

@@ -10,7 +10,7 @@ ascend-eval adds (NaN reasons, engine rounds, provenance, exports) is on `.evalu
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,13 +65,22 @@ class RagasResult:
     dataset: Any = None
     """The dataset as the user passed it (RAGAS keeps its `EvaluationDataset` here)."""
     binary_columns: list[str] = field(default_factory=list)
+    """The columns of RAGAS's `AspectCritic`s (0 or 1), as RAGAS's result lists them."""
     traces: list[dict[str, Any]] = field(default_factory=list)
     run_id: Any = None
+    scales: dict[str, Callable[[float], float]] = field(default_factory=dict)
+    """Column -> RAGAS's scale from our score, where they differ (a `RubricsScore`'s level, 1-5, from our
+    rubric's [0, 1]); `.evaluation` keeps our scores."""
+
+    def _values(self, column: str) -> list[float]:
+        values = self.evaluation[self.columns[column]]
+        scale = self.scales.get(column)
+        return values if scale is None else [scale(v) for v in values]
 
     @property
     def scores(self) -> list[dict[str, float]]:
         """One dict per sample, {column: score}, NaN where a sample could not be scored."""
-        per_column = {column: self.evaluation[ours] for column, ours in self.columns.items()}
+        per_column = {column: self._values(column) for column in self.columns}
         return [
             {column: values[i] for column, values in per_column.items()}
             for i in range(len(self.evaluation.samples))
@@ -81,14 +90,14 @@ class RagasResult:
         """The per-sample scores of one column, as in RAGAS (`result["faithfulness"]`)."""
         if key not in self.columns:
             raise KeyError(f"No scores for {key!r}; this result has {list(self.columns)}.")
-        return self.evaluation[self.columns[key]]
+        return self._values(key)
 
     def __contains__(self, key: object) -> bool:
         return key in self.columns
 
     def means(self) -> dict[str, float]:
         """{column: mean over the scored samples} (NaN for a column that scored none)."""
-        return {column: _nanmean(self.evaluation[ours]) for column, ours in self.columns.items()}
+        return {column: _nanmean(self._values(column)) for column in self.columns}
 
     def __repr__(self) -> str:
         return "{" + ", ".join(f"'{k}': {v:0.4f}" for k, v in self.means().items()) + "}"

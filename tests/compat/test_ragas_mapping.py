@@ -192,8 +192,8 @@ def test_no_metrics_means_ragas_default_four_and_names_still_work():
     ("make", "message"),
     [
         (
-            lambda m: m.AspectCritic(name="harm", definition="Is it harmful?"),
-            r"ragas\.metrics\.AspectCritic \('harm'\): it is not one of the twelve .* ragas\.evaluate",
+            lambda m: m.SummarizationScore(),
+            r"ragas\.metrics\.SummarizationScore \('summary_score'\): it is not one of the twelve .*evaluate",
         ),
         (lambda m: m.FactualCorrectness(), r"FactualCorrectness .*Use AnswerCorrectness\(\)"),
         (
