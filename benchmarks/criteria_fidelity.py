@@ -85,6 +85,7 @@ def score_ours(pairs: list[dict[str, Any]], metrics: dict[str, UserMetric], judg
                 "score": [better.score, worse.score],
                 "label": [b.details.get(key, math.nan) for b in (better, worse)],
                 "reasons": [r.reason for r in (better, worse) if r.reason],
+                "details": [{k: r.details.get(k) for k in ("p_yes", "probs")} for r in (better, worse)],
             }
         print(f"ours {metric.name}: {n} pairs in {time.perf_counter() - started:.0f} s", flush=True)
 

@@ -42,6 +42,13 @@ def statements_rule(request: GenerateRequest) -> str:
     return json.dumps({"statements": split_sentences(sample_input(request)["answer"])}, ensure_ascii=False)
 
 
+def verdict_tokens(prompt: str) -> tuple[str, str]:
+    """The tokens a rule server answers a yes/no request with: a user's criterion asks for "Yes" / "No"
+    (`prompts/criteria.py`), the built-in verdicts for "1" / "0"."""
+    criterion = "Answer Yes or No" in prompt or "回答 Yes 或 No" in prompt
+    return ("Yes", "No") if criterion else ("1", "0")
+
+
 def support_rule(request: ClassifyRequest) -> list[float]:
     """Supported (p=0.9) when the statement, without its final punctuation, occurs in the context. A
     user's criterion (an input without a statement) holds (p=0.8) when a text it reads has a digit, else
@@ -49,7 +56,7 @@ def support_rule(request: ClassifyRequest) -> list[float]:
     data = sample_input(request)
     if "statement" not in data:
         p = 0.8 if any(c.isdigit() for text in data.values() if isinstance(text, str) for c in text) else 0.3
-        return [1 - p, p]
+        return [p if label == "Yes" else 1 - p for label in request.labels]
     claim = data["statement"].rstrip(".。!！?？")
     p = 0.9 if claim in data["context"] else 0.2
     return [1 - p, p] if request.labels == ("0", "1") else [p, 1 - p]

@@ -10,7 +10,7 @@ import pytest
 
 import ascend_eval
 from ascend_eval.models.base import ClassifyRequest, GenerateRequest, Message
-from tests.conftest import NgramEmbedder, statements_rule, support_rule
+from tests.conftest import NgramEmbedder, statements_rule, support_rule, verdict_tokens
 from tests.models.loopback_server import CHAT, EMBEDDINGS, LoopbackServer, Reply, chat_reply, embeddings_reply
 
 
@@ -25,12 +25,13 @@ def _as_request(body):
 def judge_route(body):
     request = _as_request(body)
     if isinstance(request, ClassifyRequest):
-        p0, p1 = support_rule(request)
+        yes, no = verdict_tokens(request.messages[-1].content)
+        p0, p1 = support_rule(ClassifyRequest(request.messages, (no, yes)))
         return chat_reply(
-            "1" if p1 > p0 else "0",
+            yes if p1 > p0 else no,
             prompt_tokens=100,
             completion_tokens=1,
-            top_logprobs=[("1", math.log(p1)), ("0", math.log(p0)), ("The", -9.0)],
+            top_logprobs=[(yes, math.log(p1)), (no, math.log(p0)), ("The", -9.0)],
         )
     return chat_reply(statements_rule(request), prompt_tokens=120, completion_tokens=30)
 

@@ -380,7 +380,7 @@ def effective_config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _metrics_flags(args: argparse.Namespace) -> list[Any] | None:
-    """`--metrics` names, then the entries of `--metrics-file` (checked now), or None when neither is given."""
+    """`--metrics` names, then the entries of `--metrics-file` (checked now); None when neither is given."""
     names = split_values(getattr(args, "metrics", None)) or []
     path = getattr(args, "metrics_file", None)
     if path:

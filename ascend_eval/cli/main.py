@@ -148,7 +148,8 @@ def _add_evaluate_inputs(ev: argparse.ArgumentParser) -> None:
         "--metrics-file",
         metavar="FILE",
         help="a YAML or JSON file whose `metrics:` list holds built-in names and your own criteria and "
-        "rubrics (`criterion: {name, definition, reads}`, `rubric: {name, levels, reads}`); added to --metrics",
+        "rubrics (`criterion: {name, definition, reads}`, `rubric: {name, levels, reads}`); added to "
+        "--metrics",
     )
 
 

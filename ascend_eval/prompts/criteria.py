@@ -3,8 +3,8 @@
 Both are built from what the user wrote (a name, a definition or levels, the sample fields to show) in
 both judge modes, as the built-in prompts are:
 
-* a criterion: a `Classify` prompt over "0" and "1", read from next-token probabilities, and a JSON prompt
-  `{"reason": ..., "verdict": 0 or 1}` for the "generate" judge mode;
+* a criterion: a `Classify` prompt over "No" and "Yes", read from next-token probabilities, and a JSON
+  prompt `{"reason": ..., "verdict": 0 or 1}` for the "generate" judge mode;
 * a rubric: a `Classify` prompt whose labels are the levels' digits, and a JSON prompt
   `{"reason": ..., "rating": <level>}` with the levels as an enum in the schema.
 
@@ -25,17 +25,20 @@ from ascend_eval.prompts.base import ClassifyPromptSpec, PromptSpec
 from ascend_eval.prompts.ratings import as_int
 from ascend_eval.text.language import Language
 
-YES, NO = "1", "0"
+YES, NO = "Yes", "No"
+"""A criterion's labels. Against "1"/"0" (the built-in verdicts' labels) on the project's criteria pairs
+with Qwen2.5-Coder-1.5B: 40 of 60 pairs right against 37, level or ahead on every criterion and language
+(docs/criteria.md, "Measured")."""
 
 _CRITERION = {
     "en": (
-        'Judge the sample against one criterion, "{name}":\n{definition}\n'
-        "Answer 1 if the sample meets the criterion and 0 if it does not. Judge this criterion only, "
-        "from the fields given, whatever else is right or wrong with the sample."
+        'Criterion "{name}": {definition}\n'
+        "Does the sample below meet this criterion? Answer Yes or No. Judge this criterion only, from the "
+        "fields given, whatever else is right or wrong with the sample."
     ),
     "zh": (
-        "按照一条标准“{name}”评判样本：\n{definition}\n"
-        "样本符合该标准回答 1，不符合回答 0。只评判这一条标准，只依据给出的字段，"
+        "标准“{name}”：{definition}\n"
+        "下面的样本是否符合这条标准？回答 Yes 或 No。只评判这一条标准，只依据给出的字段，"
         "不管样本在其他方面是否有问题。"
     ),
 }
@@ -107,9 +110,9 @@ def criterion_prompts(
 
     >>> classify, generate = criterion_prompts("polite", "Is the answer polite?", ["answer"])
     >>> classify.labels, classify.positive, generate.tag
-    (('0', '1'), '1', 'criterion:polite_verdict@1')
-    >>> print(classify.instruction["en"].splitlines()[1])
-    Is the answer polite?
+    (('No', 'Yes'), 'Yes', 'criterion:polite_verdict@1')
+    >>> print(classify.instruction["en"].splitlines()[0])
+    Criterion "polite": Is the answer polite?
     """
     model = input_model(name, fields)
     shown = [(model.model_validate(dict(x)), holds, reason) for x, holds, reason in examples]

@@ -16,6 +16,7 @@ from ascend_eval.cli.main import build_parser, main
 from ascend_eval.metrics import Criterion, Rubric
 from ascend_eval.metrics.files import metric_entries, read_metrics_file
 from ascend_eval.models.errors import ConfigError
+from tests.conftest import verdict_tokens
 from tests.models.loopback_server import CHAT, LoopbackServer, chat_reply
 from tests.test_api_endpoints import judge_route
 
@@ -29,11 +30,11 @@ def route(body):
     """A criterion's requests get p("1") = 0.8 in its Chinese template and 0.3 in its English one; the
     rest go to the scripted judge."""
     text = body["messages"][-1]["content"]
-    if "against one criterion" not in text and "按照一条标准" not in text:
+    if verdict_tokens(text) != ("Yes", "No"):
         return judge_route(body)
-    p1 = 0.8 if "按照一条标准" in text else 0.3
-    top = [("1", math.log(p1)), ("0", math.log(1 - p1))]
-    return chat_reply("1" if p1 > 0.5 else "0", prompt_tokens=50, completion_tokens=1, top_logprobs=top)
+    p1 = 0.8 if "回答 Yes 或 No" in text else 0.3
+    top = [("Yes", math.log(p1)), ("No", math.log(1 - p1))]
+    return chat_reply("Yes" if p1 > 0.5 else "No", prompt_tokens=50, completion_tokens=1, top_logprobs=top)
 
 
 @pytest.fixture

@@ -237,9 +237,9 @@ def _judge(request):
     """Criterion: p(yes) 0.8 for the Eiffel sample, 0.3 for the Sydney one. Rubric: level 4 most likely
     for Eiffel (expected 3.85), level 1 for Sydney (expected 1.4)."""
     eiffel = "Eiffel" in " ".join(m.content for m in request.messages)
-    if set(request.labels) == {"0", "1"}:
+    if set(request.labels) == {"No", "Yes"}:
         p = 0.8 if eiffel else 0.3
-        return [p if label == "1" else 1 - p for label in request.labels]
+        return [p if label == "Yes" else 1 - p for label in request.labels]
     probs = [0.05, 0.05, 0.1, 0.6, 0.2] if eiffel else [0.7, 0.2, 0.1, 0.0, 0.0]
     return [probs[int(label) - 1] for label in request.labels]
 

@@ -208,7 +208,6 @@ def test_stored_encoding_is_unchanged_for_existing_caches(tmp_path):
         assert stored[request_key(request, "m")] == (body, blob), request
 
 
-
 def test_processes_sharing_one_cache_all_open_and_write_it(tmp_path):
     """Ray actors on one node (or two runs) open, write and close one cache again and again, at once.
     Before: SQLite refused the loser of the race to switch a new file to WAL at once, without its busy

@@ -15,7 +15,7 @@ import pytest
 
 from ascend_eval.jobs import Jobs, SecretStore
 from ascend_eval.models.base import ClassifyRequest, GenerateRequest, Message
-from tests.conftest import NgramEmbedder, statements_rule, support_rule
+from tests.conftest import NgramEmbedder, statements_rule, support_rule, verdict_tokens
 from tests.models.loopback_server import CHAT, EMBEDDINGS, LoopbackServer, chat_reply, embeddings_reply
 
 SPECS = Path(__file__).parent / "specs"
@@ -51,8 +51,9 @@ class RuleJudgeServer:
                 self.server.closing.wait(0.05)
                 if self.server.closing.is_set():
                     break
-            p0, p1 = support_rule(ClassifyRequest(messages, ("0", "1")))
-            return chat_reply("1", top_logprobs=[("1", math.log(p1)), ("0", math.log(p0))])
+            yes, no = verdict_tokens(messages[-1].content)
+            p0, p1 = support_rule(ClassifyRequest(messages, (no, yes)))
+            return chat_reply(yes, top_logprobs=[(yes, math.log(p1)), (no, math.log(p0))])
         if "Question:" in messages[-1].content and "Input:" not in messages[-1].content:
             # the RAG model's prompt (the pipeline): answer with the first context passage
             first = messages[-1].content.split("[1] ", 1)[-1].split("\n", 1)[0]

@@ -111,9 +111,12 @@ def test_one_classify_request_per_sample_with_the_definition_as_written_in_the_s
     assert run(zh_definition, judge, ZH, "zh", scoring="expected").score == pytest.approx(0.8)
     assert judge.calls == [("classify", 1), ("classify", 1)]
     en_text, zh_text = (r.messages[0].content for r in seen)
-    assert "回答是否指明了它所依据的资料？" in en_text and "Judge the sample against one criterion" in en_text
-    assert "按照一条标准" in zh_text and EN.response in en_text and ZH.response in zh_text
-    assert seen[0].labels == ("0", "1")
+    assert (
+        "回答是否指明了它所依据的资料？" in en_text
+        and "Does the sample below meet this criterion?" in en_text
+    )
+    assert "下面的样本是否符合这条标准？" in zh_text and EN.response in en_text and ZH.response in zh_text
+    assert seen[0].labels == ("No", "Yes")
 
 
 def test_sample_first_points_to_the_samples_texts():
