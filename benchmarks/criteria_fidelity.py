@@ -65,8 +65,12 @@ def _groups(pairs: list[dict[str, Any]], metrics: dict[str, UserMetric]) -> list
     return [(m, [p for p in pairs if p["metric"] == name]) for name, m in metrics.items()]
 
 
-def score_ours(pairs: list[dict[str, Any]], metrics: dict[str, UserMetric], judge: Any, cache: Any) -> None:
-    """Each pair's "ours": expected scores and argmax labels of its members, [better, worse] each."""
+def score_ours(
+    pairs: list[dict[str, Any]], metrics: dict[str, UserMetric], judge: Any, cache: Any
+) -> dict[str, dict[str, int]]:
+    """Each pair's "ours": expected scores and argmax labels of its members, [better, worse] each.
+    Returns each metric's samples and the requests its plans asked for (cache hits included), by prompt."""
+    asked: dict[str, dict[str, int]] = {}
     for metric, group in _groups(pairs, metrics):
         if not group:
             continue
@@ -77,6 +81,7 @@ def score_ours(pairs: list[dict[str, Any]], metrics: dict[str, UserMetric], judg
             progress=False,
         )  # fmt: skip
         results = result.results[metric.name]
+        asked[metric.name] = {"samples": len(samples), **{k: v.requests for k, v in result.stages.items()}}
         key = "verdict" if isinstance(metric, Criterion) else "level"
         n = len(group)
         for i, pair in enumerate(group):
@@ -88,6 +93,7 @@ def score_ours(pairs: list[dict[str, Any]], metrics: dict[str, UserMetric], judg
                 "details": [{k: r.details.get(k) for k in ("p_yes", "probs")} for r in (better, worse)],
             }
         print(f"ours {metric.name}: {n} pairs in {time.perf_counter() - started:.0f} s", flush=True)
+    return asked
 
 
 def ragas_metric(metric: UserMetric, llm: Any) -> Any:
@@ -218,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         if judge.startswith("http"):
             judge = ModelSpec(model=judge, role="judge", request_timeout=args.request_timeout)
         before, started = _counters(args.judge), time.perf_counter()
-        score_ours(pairs, metrics, resolve(judge, "judge"), args.cache_dir)
+        tokens["requests"] = score_ours(pairs, metrics, resolve(judge, "judge"), args.cache_dir)
         tokens["ours"] = {
             "seconds": time.perf_counter() - started,
             **(counter_delta(before, _counters(args.judge)) or {}),

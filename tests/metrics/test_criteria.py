@@ -4,8 +4,10 @@ tiny model."""
 
 from __future__ import annotations
 
+import json
 import math
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -15,11 +17,13 @@ from ascend_eval.engine import Backends, Engine
 from ascend_eval.metrics import Criterion, Rubric, resolve_metrics
 from ascend_eval.metrics.base import PlanContext
 from ascend_eval.metrics.criteria import majority
+from ascend_eval.metrics.files import metric_entries
 from ascend_eval.models.base import ClassifyRequest, ClassifyResult, GenerateRequest
 from ascend_eval.models.errors import ConfigError, DataError
 from ascend_eval.models.judge.replay import ReplayJudge
 from ascend_eval.prompts.layout import SampleBlock
 
+DATA = Path(__file__).parent / "data"
 EN = Sample(
     user_input="How long is the warranty on the kettle?",
     response="The kettle has a two-year warranty [1].",
@@ -218,3 +222,39 @@ def test_a_criterion_and_a_rubric_on_a_real_tiny_judge(tiny_llama_dir):
     for name in ("polite", "completeness"):
         assert frame[name].between(0, 1).all(), frame[name]
     assert result.provenance["metrics"]["completeness"]["levels"] == COMPLETE.levels
+
+
+RECORDED = [
+    json.loads(line) for line in (DATA / "recorded_criteria.jsonl").read_text(encoding="utf-8").splitlines()
+]
+"""What Qwen2.5-Coder-1.5B answered (through the vLLM server, 2026-12-06) to two criteria pairs per
+criterion, rubric and language of `benchmarks/data/criteria_pairs_*.jsonl`: each member's p(Yes), or its
+rubric's level probabilities, and the score the run gave it."""
+
+
+def _replayed(answer):
+    if "p_yes" in answer:
+        return lambda r: [answer["p_yes"] if label == "Yes" else 1 - answer["p_yes"] for label in r.labels]
+    return lambda r: [answer["probs"][label] for label in r.labels]
+
+
+@pytest.mark.parametrize("case", RECORDED, ids=[c["id"] for c in RECORDED])
+def test_recorded_judge_answers_score_as_the_run_scored_them(case):
+    (metric,) = metric_entries([case["metric"]], case["id"])
+    scores = []
+    for member in (case["better"], case["worse"]):
+        judge = ReplayJudge(classify_rule=_replayed(member["answer"]))
+        result = run(metric, judge, Sample(**member["sample"]), case["language"], scoring="expected")
+        assert result.score == pytest.approx(member["score"], abs=1e-5)
+        assert judge.calls == [("classify", 1)]
+        scores.append(result.score)
+    assert scores[0] != scores[1]  # real answers tell the members apart, right or wrong
+
+
+def test_recorded_answers_over_other_labels_are_nan_with_the_reason():
+    case = next(c for c in RECORDED if "criterion" in c["metric"] and c["language"] == "zh")
+    (metric,) = metric_entries([case["metric"]], case["id"])
+    p = case["better"]["answer"]["p_yes"]
+    judge = ReplayJudge(classify_rule=lambda r: ClassifyResult(("是", "否"), (p, 1 - p)))
+    result = run(metric, judge, Sample(**case["better"]["sample"]), "zh", scoring="expected")
+    assert math.isnan(result.score) and "the judge answered labels ('是', '否')" in result.reason
