@@ -18,6 +18,7 @@ from ascend_eval.engine import RequestCache
 from ascend_eval.examples import builtin_corpus, builtin_dataset
 from ascend_eval.experiments import ExperimentSpec, load_experiment, point_label, run_experiment
 from ascend_eval.experiments.spec import set_path
+from ascend_eval.metrics.files import metric_entries
 from ascend_eval.models.base import ClassifyRequest, GenerateRequest
 from ascend_eval.models.errors import ConfigError, DataError
 from ascend_eval.models.judge.replay import ReplayJudge
@@ -80,7 +81,8 @@ class LocalRunner:
                 cache=cache,
                 memo=self.memo,
             )
-        result = evaluate(rows, spec["metrics"], judge=self.judge, cache_dir=self.cache_dir, progress=False)
+        metrics = metric_entries(spec["metrics"], "metrics")  # as a job reads them
+        result = evaluate(rows, metrics, judge=self.judge, cache_dir=self.cache_dir, progress=False)
         return {"aggregate_scores": result.aggregates(), "rows": result.rows()}
 
 
@@ -228,3 +230,19 @@ def test_a_sweep_path_through_a_value_is_an_error() -> None:
     with pytest.raises(ConfigError, match="Cannot read experiment file"):
         load_experiment("/nonexistent/sweep.yaml")
     assert ExperimentSpec({}, {"a": [1], "b": [2, 3]}).points() == [{"a": 1, "b": 2}, {"a": 1, "b": 3}]
+
+
+def test_a_users_criterion_is_scored_and_compared_at_every_point(tmp_path: Path) -> None:
+    harbour = {
+        "name": "mentions_harbour",
+        "definition": "Does the answer mention the harbour?",
+        "reads": ["answer"],
+    }
+    spec = {**base_spec(), "metrics": ["nv_accuracy", {"criterion": harbour}], "sweep": {"top_k": [1, 3]}}
+    result = run_experiment(spec, tmp_path / "out", run_point=LocalRunner(tmp_path / "cache"), limit=3)
+    assert result.metrics == ["nv_accuracy", "mentions_harbour"]
+    assert all(p.status == "completed" and p.mean("mentions_harbour") is not None for p in result.points)
+    assert (
+        "| top_k | nv_accuracy | mentions_harbour | seconds |"
+        in (tmp_path / "out" / "summary.md").read_text()
+    )
