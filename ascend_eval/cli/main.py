@@ -15,6 +15,7 @@ from ascend_eval.cli import compare as compare_cli
 from ascend_eval.cli import experiments as experiments_cli
 from ascend_eval.cli import jobs as jobs_cli
 from ascend_eval.cli import report as report_cli
+from ascend_eval.cli import testset as testset_cli
 from ascend_eval.cli import tracing as tracing_cli
 from ascend_eval.cli.about import EVALUATE_EPILOG, MAIN_EPILOG, METRIC_NAMES, HelpFormatter, VersionAction
 from ascend_eval.cli.config import Unset, parse_column_map, parse_engine_settings, split_values
@@ -321,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_cli.add_parser(sub)
     compare_cli.add_parser(sub)
     serve_cli.add_parser(sub)
+    testset_cli.add_parser(sub)
     return parser
 
 
