@@ -82,6 +82,22 @@ def check_out(path: Path, flag: str) -> Path:
     return path
 
 
+def model_arg(args: argparse.Namespace, role: str) -> Any:
+    """The judge or embedder as given (a name, path or URL), or a `ModelSpec` when `--{role}-model` or
+    `--{role}-set` change its fields (checked now, before any model loads)."""
+    from ascend_eval.cli.config import parse_settings
+    from ascend_eval.models.spec import ModelSpec
+
+    fields = parse_settings(role, getattr(args, f"{role}_set", None))
+    served = getattr(args, f"{role}_model", None)
+    if served:
+        fields["served_model_name"] = served
+    given = getattr(args, role, None)
+    if not fields:
+        return given
+    return ModelSpec(role=role, model=given or "local:default", **fields)
+
+
 def _run(args: argparse.Namespace) -> int:
     from ascend_eval.cli.progress import ProgressLines
     from ascend_eval.engine import Progress
@@ -118,8 +134,8 @@ def _run(args: argparse.Namespace) -> int:
         chunk_overlap=args.chunk_overlap,
         duplicate_threshold=args.duplicate_threshold,
         max_tokens=args.max_tokens,
-        judge=args.judge,
-        embedder=args.embedder,
+        judge=model_arg(args, "judge"),
+        embedder=model_arg(args, "embedder"),
         judge_backend=args.judge_backend,
         embedder_backend=args.embedder_backend,
         device=args.device,
@@ -161,6 +177,13 @@ def add_parser(sub: Any) -> None:
             default="auto",
             choices=["auto", "torch", "vllm"],
             help=f"runtime for a local {role} (default auto: torch)",
+        )
+        p.add_argument(f"--{role}-model", help=f"model name to send to a {role} server (default: its first)")
+        p.add_argument(
+            f"--{role}-set",
+            nargs="+",
+            metavar="NAME=VALUE",
+            help=f"any ModelSpec field of the {role}, as for evaluate, e.g. request_timeout=600",
         )
     p.add_argument("--device", help="auto, cpu, cuda[:N] or npu[:N]")
     p.add_argument(

@@ -128,3 +128,21 @@ def test_help_shows_the_examples(capsys):
         main(["testset", "--help"])
     text = capsys.readouterr().out
     assert "ascend-eval testset docs/ --size 50" in text and "--personas FILE" in text
+
+
+def test_model_flags_change_the_judges_fields_before_any_model_loads():
+    from ascend_eval.cli.main import build_parser
+    from ascend_eval.cli.testset import model_arg
+    from ascend_eval.models.errors import ConfigError
+
+    argv = ["testset", "c", "--size", "1", "--out", "o.jsonl", "--judge", "http://127.0.0.1:9/v1"]
+    args = build_parser().parse_args([*argv, "--judge-model", "qwen", "--judge-set", "request_timeout=600"])
+    judge = model_arg(args, "judge")
+    assert (judge.model, judge.served_model_name, judge.request_timeout) == (
+        "http://127.0.0.1:9/v1",
+        "qwen",
+        600,
+    )
+    assert model_arg(build_parser().parse_args(argv), "judge") == "http://127.0.0.1:9/v1"
+    with pytest.raises(ConfigError, match="request_timout"):
+        model_arg(build_parser().parse_args([*argv, "--judge-set", "request_timout=600"]), "judge")
