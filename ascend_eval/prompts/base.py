@@ -427,21 +427,23 @@ def yes_no_forms(
     anchors: Mapping[Language, Sequence[tuple[In, In]]],
     *,
     sample_first: bool = True,
+    labels: tuple[str, str] = ("0", "1"),
 ) -> tuple[ClassifyPromptSpec[In], PromptSpec[In, Out]]:
     """One yes/no judgement in its two forms: a `Classify` prompt `name` read from the probabilities of
-    "0" and "1" (calibrated on `anchors`), and the JSON prompt `name_verdict` for the "generate" judge
-    mode, whose `output` has `reason` then `verdict` (1 for yes) and whose instruction asks for the reason
-    first. The same `examples` teach both: the classify form reads their verdicts as its labels; both
-    take `sample_first` (`PromptSpec.sample_first`)."""
+    its `labels` (no, yes: "0" and "1" unless given; calibrated on `anchors`), and the JSON prompt
+    `name_verdict` for the "generate" judge mode, whose `output` has `reason` then `verdict` (1 for yes)
+    and whose instruction asks for the reason first. The same `examples` teach both: the classify form
+    reads their verdicts as its labels; both take `sample_first` (`PromptSpec.sample_first`)."""
+    no, yes = labels
     classify = ClassifyPromptSpec(
         name=name,
         version=1,
         instruction=dict(task),
         input=input,
-        labels=("0", "1"),
-        positive="1",
+        labels=(no, yes),
+        positive=yes,
         examples={
-            lang: [(x, "1" if y.verdict else "0") for x, y in pairs]  # type: ignore[attr-defined]
+            lang: [(x, yes if y.verdict else no) for x, y in pairs]  # type: ignore[attr-defined]
             for lang, pairs in examples.items()
         },
         anchors=anchors,

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, create_model, field_validator
+from pydantic import BaseModel, create_model
 
-from ascend_eval.prompts.base import ClassifyPromptSpec, PromptSpec
-from ascend_eval.prompts.ratings import as_int
+from ascend_eval.prompts.base import ClassifyPromptSpec, PromptSpec, yes_no_forms
+from ascend_eval.prompts.ratings import LenientInts
 from ascend_eval.text.language import Language
 
 YES, NO = "Yes", "No"
@@ -63,21 +63,9 @@ _RUBRIC_REASON = {
 }
 
 
-class CriterionVerdict(BaseModel):
+class CriterionVerdict(LenientInts):
     reason: str
     verdict: Literal[0, 1]
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lenient(cls, value: object) -> object:
-        return as_int(value)
-
-
-class _Leveled(BaseModel):
-    @field_validator("rating", mode="before", check_fields=False)
-    @classmethod
-    def _lenient(cls, value: object) -> object:
-        return as_int(value)
 
 
 def input_model(name: str, fields: Sequence[str]) -> type[BaseModel]:
@@ -117,29 +105,19 @@ def criterion_prompts(
     model = input_model(name, fields)
     shown = [(model.model_validate(dict(x)), holds, reason) for x, holds, reason in examples]
     task = {lang: text.format(name=name, definition=definition.strip()) for lang, text in _CRITERION.items()}
-    langs: tuple[Language, ...] = ("en", "zh")
-    classify = ClassifyPromptSpec(
-        name=_tag("criterion", name),
-        version=1,
-        instruction=task,
-        input=model,
-        labels=(NO, YES),
-        positive=YES,
-        examples={lang: [(x, YES if holds else NO) for x, holds, _ in shown] for lang in langs},
-    )
-    generate = PromptSpec(
-        name=f"{_tag('criterion', name)}_verdict",
-        version=1,
-        instruction={lang: task[lang] + _CRITERION_REASON[lang] for lang in langs},
-        input=model,
-        output=CriterionVerdict,
-        examples={
+    return yes_no_forms(
+        _tag("criterion", name),
+        task,
+        _CRITERION_REASON,
+        model,
+        CriterionVerdict,
+        {
             lang: [(x, CriterionVerdict(reason=r or "-", verdict=int(holds))) for x, holds, r in shown]
-            for lang in langs
+            for lang in ("en", "zh")
         },
-        max_tokens=256,
+        anchors={},
+        labels=(NO, YES),
     )
-    return classify, generate
 
 
 def rubric_prompts(
@@ -167,7 +145,7 @@ def rubric_prompts(
     order = sorted(levels)
     model = input_model(name, fields)
     output: type[BaseModel] = create_model(  # type: ignore[call-overload]
-        f"Rating_{name}", __base__=_Leveled, reason=(str, ...), rating=(Literal[tuple(order)], ...)
+        f"Rating_{name}", __base__=LenientInts, reason=(str, ...), rating=(Literal[tuple(order)], ...)
     )
     described = "\n".join(f"{level}: {levels[level].strip()}" for level in order)
     task = {

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from ascend_eval.prompts.base import PromptSpec
-from ascend_eval.prompts.ratings import as_int
+from ascend_eval.prompts.ratings import LenientInts
 from ascend_eval.prompts.statements import MAX_STATEMENTS
 
 
@@ -21,17 +21,11 @@ class SupportListInput(BaseModel):
     statements: list[str]
 
 
-class StatementVerdict(BaseModel):
+class StatementVerdict(LenientInts):  # a verdict written "1" or 1.0 is read as RAGAS's int reads it
     # Field order is the order a constrained decoder writes them: the reason comes before the verdict.
     statement: str
     reason: str
     verdict: Literal[0, 1]
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _lenient(cls, value: object) -> object:
-        # A judge without schema-constrained decoding may write "1" or 1.0; read them as RAGAS's int does.
-        return as_int(value)
 
 
 class StatementVerdicts(BaseModel):

@@ -39,19 +39,23 @@ def as_int(value: object) -> object:
     return value
 
 
-class _Rating(BaseModel):
-    @field_validator("rating", mode="before", check_fields=False)
+class LenientInts(BaseModel):
+    """A JSON answer whose `rating` or `verdict` (where it has one) may come as "2" or 2.0: a judge without
+    schema-constrained decoding writes them so, and RAGAS's int reads them. `as_int` first, then the
+    field's own check."""
+
+    @field_validator("rating", "verdict", mode="before", check_fields=False)
     @classmethod
     def _lenient(cls, value: object) -> object:
         return as_int(value)
 
 
 # No docstrings on the output models: pydantic would put them in the schema that every prompt shows.
-class RatingEven(_Rating):  # answer accuracy
+class RatingEven(LenientInts):  # answer accuracy
     rating: Literal[0, 2, 4]
 
 
-class RatingSmall(_Rating):  # context relevance, response groundedness
+class RatingSmall(LenientInts):  # context relevance, response groundedness
     rating: Literal[0, 1, 2]
 
 
