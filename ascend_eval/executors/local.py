@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -176,11 +176,17 @@ def _score(run: RunInput, built: dict[str, Any], cache: RequestCache) -> tuple[L
         finally:
             cache.close()
             used = devices(built)  # before the models are closed
-            for backend in built.values():
-                close = getattr(backend, "close", None)
-                if close is not None and id(backend) not in given:
-                    close()
+            close_built(built, given)
     return done, used
+
+
+def close_built(built: Mapping[str, Any], given: set[int]) -> None:
+    """Close the models built for a run (their HTTP pools, engines), but none whose id is in `given`: an
+    object the caller passed in built stays the caller's."""
+    for backend in built.values():
+        close = getattr(backend, "close", None)
+        if close is not None and id(backend) not in given:
+            close()
 
 
 def _finish(run: RunInput, done: LocalRun, record: dict[str, Any], cache: RequestCache) -> EvaluationResult:

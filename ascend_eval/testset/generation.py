@@ -17,7 +17,7 @@ from typing import Any
 
 from ascend_eval.config import EvaluationConfig
 from ascend_eval.engine import Backends, Engine, PlanError, Progress
-from ascend_eval.executors.local import open_cache
+from ascend_eval.executors.local import close_built, open_cache
 from ascend_eval.models.errors import BackendError, DataError
 from ascend_eval.models.factory import resolve_models
 from ascend_eval.pipeline.chunking import Chunk, chunk_corpus
@@ -146,10 +146,7 @@ def generate(
         raise
     finally:
         cache.close()
-        for model in built.values():
-            close = getattr(model, "close", None)
-            if close is not None and id(model) not in given:
-                close()
+        close_built(built, given)
 
 
 class Generation:
