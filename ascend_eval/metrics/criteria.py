@@ -31,9 +31,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from ascend_eval.data import Column, Sample, UserColumn
@@ -136,7 +136,10 @@ class UserMetric(Metric):
     def needs(self) -> frozenset[Column | UserColumn]:
         return frozenset({*self.required, *(UserColumn(f) for f in self.reads if f not in FIELDS)})
 
-    def _example(self, example: object, answer_key: str) -> tuple[dict[str, str], Any, str]:
+    def _example(
+        self, example: object, answer_key: str, read: Callable[[Any], Any]
+    ) -> tuple[dict[str, str], Any, str]:
+        """One example as (the read fields' texts, its answer as `read` checks it, its reason or "")."""
         if not isinstance(example, Mapping):
             raise ConfigError(
                 f"{self.name}: an example is a mapping of its fields and {answer_key!r}, got "
@@ -151,7 +154,11 @@ class UserMetric(Metric):
                 f"field the metric reads, {list(self.reads)}, and its {answer_key!r})."
             )
         reason = data.get("reason", "")
-        return {f: data[f] for f in self.reads}, data[answer_key], reason if isinstance(reason, str) else ""
+        return (
+            {f: data[f] for f in self.reads},
+            read(data[answer_key]),
+            reason if isinstance(reason, str) else "",
+        )
 
     def _inputs(self, sample: Sample, spec: Any) -> Any:
         return spec.input.model_validate({f: field_text(sample, f) for f in self.reads})
@@ -238,8 +245,9 @@ class Criterion(UserMetric):
                 f"{strictness!r}: an even count can tie."
             )
         self.strictness = strictness
-        self.examples = tuple(self._example(x, "verdict") for x in examples)
-        self.examples = tuple((x, _verdict(v, self.name), r) for x, v, r in self.examples)
+        self.examples = tuple(
+            self._example(x, "verdict", partial(_verdict, name=self.name)) for x in examples
+        )
 
     @cached_property
     def prompts(self) -> tuple[Any, Any]:
@@ -318,13 +326,13 @@ class Rubric(UserMetric):
         if not isinstance(definition, str):
             raise ConfigError(f"{self.name}: definition is a string, got {definition!r}.")
         self.definition = definition
-        shown = [self._example(x, "level") for x in examples]
-        for _, level, _ in shown:
-            if _level(level) not in self.levels:
-                raise ConfigError(
-                    f"{self.name}: an example's level {level!r} is not one of {list(self.levels)}."
-                )
-        self.examples = tuple((x, _level(level), r) for x, level, r in shown)
+        self.examples = tuple(self._example(x, "level", self._known_level) for x in examples)
+
+    def _known_level(self, value: object) -> int:
+        level = _level(value)
+        if level not in self.levels:
+            raise ConfigError(f"{self.name}: an example's level {value!r} is not one of {list(self.levels)}.")
+        return level
 
     @cached_property
     def prompts(self) -> tuple[Any, Any]:
