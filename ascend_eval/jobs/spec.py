@@ -222,10 +222,10 @@ class JobSpec(_Strict):
     def _metrics_and_judges(self) -> JobSpec:
         from ascend_eval.metrics import resolve_metrics
 
-        chosen = resolve_metrics(self.metric_list()) if self.metric_list() else []
-        if not chosen:
+        entries = self.metric_list()
+        if not entries:
             raise ValueError("no metric: set 'metric' (e.g. 'system/rag-faithfulness') or 'metrics' (a list)")
-        roles = {m.name: m.roles for m in chosen}
+        roles = {m.name: m.roles for m in resolve_metrics(entries)}
         judged = [name for name, needs in roles.items() if "judge" in needs]
         if judged and self.metric_params.judge_llm is None:
             raise ValueError(
