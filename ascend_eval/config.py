@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ascend_eval.engine.tracing import TraceArg
 from ascend_eval.models.base import Role
+from ascend_eval.models.budget import check_budget
 from ascend_eval.models.checks import CHUNK_SIZE, WORKERS
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.factory import ROLE_KEYS, ModelArg, check
@@ -206,6 +207,9 @@ class EvaluationConfig:
         )
         CHUNK_SIZE.check("chunk_size", self.chunk_size)
         WORKERS.check("num_workers", self.num_workers, optional=True)
+        if self.memory_budget is not None:
+            check_budget(self.memory_budget)
+        _check_kinds(self)
         if self.executor not in EXECUTOR_NAMES:
             raise ConfigError(f"executor={self.executor!r}; valid: {', '.join(map(repr, EXECUTOR_NAMES))}.")
         for role, key in ROLE_KEYS.items():
@@ -260,6 +264,34 @@ class EvaluationConfig:
         return dataclasses.replace(
             self, progress=False, on_round=None, on_progress=None, trace=False, out=None, cache_dir=cache
         )
+
+
+_FLAGS = ("ragas_compat", "progress", "dedupe")
+"""Settings that are True or False, nothing else: `dedupe="no"` would otherwise read as true."""
+
+
+def _check_kinds(config: EvaluationConfig) -> None:
+    """The settings whose type alone says whether they fit: flags, paths and the Ray address.
+
+    Raises:
+        ConfigError: one that does not, naming it and what it takes.
+    """
+    for name in _FLAGS:
+        value = getattr(config, name)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name}={value!r}: True or False.")
+    cache = config.cache_dir
+    if not (cache is None or cache is False or isinstance(cache, str | Path)):
+        raise ConfigError(f"cache_dir={cache!r}: a folder (str or Path), False for no cache, or None.")
+    if not (config.out is None or isinstance(config.out, str | Path)):
+        raise ConfigError(f"out={config.out!r}: a results folder (str or Path), or None.")
+    address = config.ray_address
+    if not (address is None or (isinstance(address, str) and address.strip())):
+        raise ConfigError(f"ray_address={address!r}: 'auto', 'host:port' or 'ray://host:port', or None.")
+    for name in ("on_round", "on_progress"):
+        value = getattr(config, name)
+        if value is not None and not callable(value):
+            raise ConfigError(f"{name}={value!r}: a function, or None.")
 
 
 def names() -> list[str]:

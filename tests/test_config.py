@@ -29,9 +29,34 @@ def test_bad_values_are_config_errors_that_name_the_setting(rule_judge, ngram_em
         ({"prompt_layout": "middle"}, "prompt_layout='middle'"),
         ({"scoring": "expected", "ragas_compat": True}, "scoring='expected'"),
         ({"judge": ngram_embedder}, "judge"),  # a model of another role, before anything loads
+        # Each of these was once accepted, and failed mid-run or never.
+        ({"chunk_size": 0}, "chunk_size must be an integer >= 1"),
+        ({"memory_budget": 7.0}, r"memory_budget=7\.0: .* in \(0, 1\]"),
+        ({"num_workers": -3}, "num_workers must be an integer >= 1"),
+        ({"ray_address": 5}, "ray_address=5: 'auto', 'host:port'"),
+        ({"dedupe": "no"}, "dedupe='no': True or False"),
+        ({"cache_dir": 123}, r"cache_dir=123: a folder"),
+        ({"progress": "yes"}, "progress='yes'"),
+        ({"out": 3}, "out=3"),
+        ({"on_round": "print"}, "on_round='print': a function"),
     ]:
         with pytest.raises(ConfigError, match=match):
             EvaluationConfig.of(**settings)
+
+
+def test_the_values_a_setting_takes_pass(tmp_path):
+    for settings in [
+        {"cache_dir": False},
+        {"cache_dir": tmp_path},
+        {"cache_dir": str(tmp_path)},
+        {"memory_budget": 1},
+        {"memory_budget": 0.5},
+        {"ray_address": "ray://head:10001"},
+        {"dedupe": False, "progress": False, "ragas_compat": True},
+        {"out": tmp_path, "on_round": print, "on_progress": lambda p: None},
+    ]:
+        config = EvaluationConfig.of(**settings)
+        assert all(getattr(config, k) == v for k, v in settings.items())
 
 
 def test_auto_is_resolved_once_for_every_executor():
