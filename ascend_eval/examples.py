@@ -20,7 +20,7 @@ BUILTIN_DATASETS: dict[str, str] = {
   the reference (what faithfulness, answer correctness and accuracy should see); in the 2nd and 4th the answer
   is kept and the retrieval is flawed: the context that holds the fact is swapped for an off-topic one (what
   the context metrics and faithfulness should see). Every metric should score a good row at least as high as
-  its flawed twin; the README says which of them the default tiny judge tells apart.
+  its flawed twin; docs/api.md says which of them the default tiny judge tells apart.
 - `ascend-eval/rag-mini-en` / `ascend-eval/rag-mini-zh`: 12 questions with reference answers (and the ids of
   the documents that hold their facts) over a corpus of 14 documents about a fictional place (the harbour
   town Marrow Bay; the tea town 青川镇). No contexts and no answers: a job builds them with the RAG pipeline

@@ -22,8 +22,8 @@ from tests.models.standins import StandinNpu, StandinVllm
 def test_two_engines_and_a_torch_model_on_one_npu_fit_in_the_device(
     standin_npu: StandinNpu, tiny_llama_dir: Path, tiny_bert_dirs, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The README's `--judge-backend vllm --embedder-backend vllm` beside a torch cross-encoder: each engine
-    asks for its part of the budget, and the parts with the torch reserve stay within the device."""
+    """docs/devices.md's `--judge-backend vllm --embedder-backend vllm` beside a torch cross-encoder: each
+    engine asks for its part of the budget, and the parts with the torch reserve stay within the device."""
     monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
     monkeypatch.setattr(vllm_runtime, "vllm_installed", lambda: True)
     vllm = StandinVllm("npu").install(monkeypatch)
