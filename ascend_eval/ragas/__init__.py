@@ -10,7 +10,8 @@ Every other line stays: RAGAS's metric objects (`from ragas.metrics import Faith
 embedding wrappers, `RunConfig`, the dataset classes. `evaluate`, `aevaluate`, `EvaluationResult` (our
 `RagasResult`) and `TokenUsage` are ours; the other names of `ragas`'s top level (`EvaluationDataset`,
 `SingleTurnSample`, `RunConfig`, ...) are RAGAS's own, re-exported when first used, so ragas must be
-installed for those.
+installed for those. `TestsetGenerator` (RAGAS's `ragas.testset.TestsetGenerator`, also importable from
+`ascend_eval.ragas.testset`) writes test sets with ascend-eval.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from ascend_eval.models.errors import MissingDependencyError
 from ascend_eval.ragas.evaluation import aevaluate, evaluate
 from ascend_eval.ragas.result import RagasResult, TokenUsage
+from ascend_eval.ragas.testset import RagasTestset, TestsetGenerator
 
 EvaluationResult = RagasResult
 
@@ -60,4 +62,13 @@ def __getattr__(name: str) -> Any:
     return getattr(ragas, name)
 
 
-__all__ = ["EvaluationResult", "RagasResult", "TokenUsage", "aevaluate", "evaluate", *_FROM_RAGAS]
+__all__ = [
+    "EvaluationResult",
+    "RagasResult",
+    "RagasTestset",
+    "TestsetGenerator",
+    "TokenUsage",
+    "aevaluate",
+    "evaluate",
+    *_FROM_RAGAS,
+]
