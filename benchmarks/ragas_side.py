@@ -179,7 +179,7 @@ def embeddings(model_dir: str) -> Any:
     return LangchainEmbeddingsWrapper(HuggingFaceEmbeddings(model_name=model_dir))
 
 
-class _JobErrors(logging.Handler):
+class JobErrors(logging.Handler):
     """Collects the exceptions RAGAS's executor logs (and otherwise turns into silent NaN)."""
 
     def __init__(self) -> None:
@@ -212,7 +212,7 @@ def run_ragas(
 
     dataset = EvaluationDataset.from_list(rows_for_ragas(data))
     metrics = ragas_metrics(names, llm, emb)
-    errors = _JobErrors()
+    errors = JobErrors()
     logger = logging.getLogger("ragas.executor")
     logger.addHandler(errors)
     started = time.perf_counter()
