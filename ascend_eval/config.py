@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ascend_eval.choices import JUDGE_MODES, LANGUAGE_SETTINGS, JudgeMode
 from ascend_eval.engine.tracing import TraceArg
 from ascend_eval.models.base import Role
 from ascend_eval.models.budget import check_budget
@@ -36,9 +37,7 @@ from ascend_eval.models.factory import ROLE_KEYS, ModelArg, check
 from ascend_eval.models.spec import Backend
 
 if TYPE_CHECKING:
-    from ascend_eval.metrics.base import Scoring
-    from ascend_eval.prompts.calibration import Method
-    from ascend_eval.prompts.layout import Layout
+    from ascend_eval.choices import Layout, Method, Scoring
 
 ExecutorName = Literal["local", "ray"]
 EXECUTOR_NAMES: tuple[ExecutorName, ...] = ("local", "ray")
@@ -65,7 +64,7 @@ class MetricContext:
 
     language: str
     ragas_compat: bool
-    judge_mode: Literal["classify", "generate"]
+    judge_mode: JudgeMode
     calibration: str
     """"off" or a method (`ascend_eval.prompts.calibration.METHODS`)."""
     scoring: Scoring
@@ -192,10 +191,11 @@ class EvaluationConfig:
         from ascend_eval.metrics.verdict_settings import resolve_calibration, resolve_scoring
         from ascend_eval.prompts.layout import resolve_layout
 
-        if self.language not in ("auto", "en", "zh"):
-            raise ConfigError(f"language={self.language!r}; valid: 'auto' (per sample), 'en', 'zh'.")
-        if self.judge_mode not in ("classify", "generate"):
-            raise ConfigError(f"judge_mode={self.judge_mode!r}; valid: 'classify', 'generate'.")
+        if self.language not in LANGUAGE_SETTINGS:
+            valid = ", ".join(map(repr, LANGUAGE_SETTINGS))
+            raise ConfigError(f"language={self.language!r}; valid: {valid} ('auto': per sample).")
+        if self.judge_mode not in JUDGE_MODES:
+            raise ConfigError(f"judge_mode={self.judge_mode!r}; valid: {', '.join(map(repr, JUDGE_MODES))}.")
         facts = {"judge_mode": self.judge_mode, "ragas_compat": self.ragas_compat}
         context = MetricContext(
             language=self.language,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 Backend = Literal["auto", "torch", "vllm"]
-BACKENDS = ("auto", "torch", "vllm")
+BACKENDS: tuple[Backend, ...] = get_args(Backend)
 ROLES: tuple[Role, ...] = ("judge", "embedder", "reranker")
 
 ENDPOINT_FIELDS = (

@@ -11,6 +11,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ascend_eval.choices import (
+    BACKENDS,
+    CALIBRATION_SETTINGS,
+    JUDGE_MODES,
+    LANGUAGE_SETTINGS,
+    LAYOUT_SETTINGS,
+    SCORING_SETTINGS,
+)
 from ascend_eval.cli import compare as compare_cli
 from ascend_eval.cli import experiments as experiments_cli
 from ascend_eval.cli import jobs as jobs_cli
@@ -169,7 +177,7 @@ def _add_evaluate_models(ev: argparse.ArgumentParser) -> None:
         ev.add_argument(
             f"--{role}-backend",
             default=Unset("auto"),
-            choices=["auto", "torch", "vllm"],
+            choices=BACKENDS,
             help=f"runtime for a local {role}: torch (auto, the default) or vllm (vLLM, vllm-ascend on NPUs)",
         )
     for role in ("judge", "embedder", "cross-encoder"):
@@ -207,7 +215,7 @@ def _add_evaluate_scoring(ev: argparse.ArgumentParser) -> None:
     """`evaluate`'s scoring: prompt language, RAGAS compatibility, how verdicts are asked for, calibrated
     and counted, and how prompts are laid out."""
     ev.add_argument(
-        "--language", choices=["auto", "en", "zh"], help="prompt language (default auto: per sample)"
+        "--language", choices=LANGUAGE_SETTINGS, help="prompt language (default auto: per sample)"
     )
     ev.add_argument(
         "--ragas-compat",
@@ -216,24 +224,24 @@ def _add_evaluate_scoring(ev: argparse.ArgumentParser) -> None:
     )
     ev.add_argument(
         "--judge-mode",
-        choices=["classify", "generate"],
+        choices=JUDGE_MODES,
         help="verdicts from next-token probabilities (classify, default) or as JSON with reasons (generate)",
     )
     ev.add_argument(
         "--calibration",
-        choices=["auto", "anchored", "content_free", "off"],
+        choices=CALIBRATION_SETTINGS,
         help="calibrate classify-mode yes/no verdicts to the judge (default auto: anchored, off under "
         "--ragas-compat or in generate mode)",
     )
     ev.add_argument(
         "--scoring",
-        choices=["auto", "threshold", "expected"],
+        choices=SCORING_SETTINGS,
         help="count verdicts as yes/no (threshold) or score by their expected value (expected); default "
         "auto: expected, threshold under --ragas-compat or in generate mode",
     )
     ev.add_argument(
         "--prompt-layout",
-        choices=["auto", "sample_first", "task_first"],
+        choices=LAYOUT_SETTINGS,
         help="write each sample's texts once before the task, shared by all its requests (sample_first), "
         "or in every prompt (task_first); default auto: sample_first in classify mode, task_first "
         "under --ragas-compat or in generate mode",

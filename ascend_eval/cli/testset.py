@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ascend_eval.choices import BACKENDS, LANGUAGE_SETTINGS
 from ascend_eval.cli.about import HelpFormatter
 from ascend_eval.models.errors import ConfigError, DataError
 from ascend_eval.writing import replaced
@@ -175,7 +176,7 @@ def add_parser(sub: Any) -> None:
         p.add_argument(
             f"--{role}-backend",
             default="auto",
-            choices=["auto", "torch", "vllm"],
+            choices=BACKENDS,
             help=f"runtime for a local {role} (default auto: torch)",
         )
         p.add_argument(f"--{role}-model", help=f"model name to send to a {role} server (default: its first)")
@@ -194,7 +195,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--personas", type=Path, metavar="FILE", help="one persona per line (or a .json list)")
     p.add_argument(
-        "--language", choices=["auto", "en", "zh"], default="auto", help="default auto: each document's own"
+        "--language", choices=LANGUAGE_SETTINGS, default="auto", help="default auto: each document's own"
     )
     p.add_argument("--seed", type=int, default=0, help="chooses and orders the candidates (default 0)")
     p.add_argument("--chunk-size", type=int, default=512, metavar="CHARS", help="longest chunk (default 512)")

@@ -32,6 +32,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from ascend_eval.choices import JUDGE_MODES
 from ascend_eval.engine.codecs import Codec, Result, codec_for
 from ascend_eval.engine.stats import StageStats
 from ascend_eval.models.base import Request
@@ -511,7 +512,7 @@ class CallSpan(NullSpan):
             OUTPUT_VALUE: json.dumps(shown, ensure_ascii=False),
             OUTPUT_MIME_TYPE: "application/json",
         }
-        if len(results) == 1 and self.codec.kind in ("generate", "classify"):
+        if len(results) == 1 and self.codec.kind in JUDGE_MODES:  # a judge's request: a chat turn
             out[f"{LLM_OUTPUT_MESSAGES}.0.message.role"] = "assistant"
             out[f"{LLM_OUTPUT_MESSAGES}.0.message.content"] = shown[0]
         return out

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ascend_eval.data.cells import SURROGATE_FIX, lone_surrogate
 from ascend_eval.models.checks import PARALLELISM, WORKERS
 from ascend_eval.models.errors import ConfigError, DataError
+from ascend_eval.pipeline.config import ChunkUnit
 from ascend_eval.yaml_files import load_yaml
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ class RetrieverPipeline(_Strict):
     reranker_model: RetrieverModel | None = None
     chunk_size: int | None = Field(default=None, ge=1)
     chunk_overlap: int | None = Field(default=None, ge=0)
-    chunk_unit: Literal["chars", "tokens"] | None = None
+    chunk_unit: ChunkUnit | None = None
     rerank_candidates: int | None = Field(default=None, ge=1)
 
 

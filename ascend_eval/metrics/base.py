@@ -13,10 +13,10 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from ascend_eval.choices import JudgeMode, Method, Scoring
 from ascend_eval.data import Column, Sample, UserColumn
 from ascend_eval.models.base import Request
 from ascend_eval.prompts.base import MAX_WRITTEN_ITEMS, Written
-from ascend_eval.prompts.calibration import Method
 from ascend_eval.prompts.layout import SampleBlock
 from ascend_eval.text.language import Language
 
@@ -101,11 +101,6 @@ class MetricResult:
     @property
     def ok(self) -> bool:
         return not math.isnan(self.score)
-
-
-JudgeMode = Literal["classify", "generate"]
-Scoring = Literal["threshold", "expected"]
-SCORINGS: tuple[Scoring, ...] = ("threshold", "expected")
 
 
 @dataclass(frozen=True)

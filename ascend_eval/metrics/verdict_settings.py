@@ -12,17 +12,15 @@ expected scores").
 
 from __future__ import annotations
 
-from ascend_eval.metrics.base import SCORINGS, Scoring
+from ascend_eval.choices import CALIBRATION_SETTINGS, SCORING_SETTINGS, Scoring
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.prompts.calibration import METHODS
 
 
 def resolve_calibration(value: str, *, judge_mode: str, ragas_compat: bool) -> str:
     """The calibration a run uses ("off" or a method): "auto" is "anchored" in classify mode and "off"
     under `ragas_compat` or in generate mode; an explicit method is checked against the judge mode."""
-    valid = ("auto", *METHODS, "off")
-    if value not in valid:
-        raise ConfigError(f"calibration={value!r}; valid: {', '.join(map(repr, valid))}.")
+    if value not in CALIBRATION_SETTINGS:
+        raise ConfigError(f"calibration={value!r}; valid: {', '.join(map(repr, CALIBRATION_SETTINGS))}.")
     if value == "auto":
         return "off" if ragas_compat or judge_mode == "generate" else "anchored"
     if value != "off" and (ragas_compat or judge_mode == "generate"):
@@ -37,8 +35,8 @@ def resolve_calibration(value: str, *, judge_mode: str, ragas_compat: bool) -> s
 def resolve_scoring(value: str, *, judge_mode: str, ragas_compat: bool) -> Scoring:
     """The scoring a run uses: "auto" is "expected" in classify mode and "threshold" under `ragas_compat`
     or in generate mode; an explicit "expected" is checked against the judge mode."""
-    if value not in ("auto", *SCORINGS):
-        raise ConfigError(f"scoring={value!r}; valid: {', '.join(map(repr, ('auto', *SCORINGS)))}.")
+    if value not in SCORING_SETTINGS:
+        raise ConfigError(f"scoring={value!r}; valid: {', '.join(map(repr, SCORING_SETTINGS))}.")
     hard = ragas_compat or judge_mode == "generate"
     if value == "auto":
         return "threshold" if hard else "expected"

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
+from ascend_eval.choices import LANGUAGE_SETTINGS
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT
 
 ChunkUnit = Literal["chars", "tokens"]
-_UNITS = ("chars", "tokens")
+_UNITS: tuple[ChunkUnit, ...] = get_args(ChunkUnit)
 _TRUNCATE = (None, "start", "end")
-_LANGUAGES = ("auto", "en", "zh")
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,8 @@ class PipelineConfig:
             raise ConfigError(
                 f"PipelineConfig.answer_temperature={self.answer_temperature}; it must be >= 0."
             )
-        if self.language not in _LANGUAGES:
-            raise ConfigError(f"PipelineConfig.language={self.language!r}; valid: {list(_LANGUAGES)}.")
+        if self.language not in LANGUAGE_SETTINGS:
+            raise ConfigError(f"PipelineConfig.language={self.language!r}; valid: {list(LANGUAGE_SETTINGS)}.")
 
     @property
     def candidates(self) -> int:

@@ -27,6 +27,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ascend_eval.choices import Method
 from ascend_eval.models.base import (
     ClassifyRequest,
     ClassifyResult,
@@ -37,7 +38,7 @@ from ascend_eval.models.base import (
     repeats,
 )
 from ascend_eval.models.errors import BACKEND_ERROR
-from ascend_eval.prompts.calibration import Method, calibration_inputs
+from ascend_eval.prompts.calibration import calibration_inputs
 from ascend_eval.prompts.json_text import (
     MAX_JSON_DEPTH,
     TOO_DEEP,

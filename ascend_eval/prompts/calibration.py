@@ -43,14 +43,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from pydantic import BaseModel
 
+from ascend_eval.choices import Method
 from ascend_eval.text.language import Language
-
-Method = Literal["anchored", "content_free"]
-METHODS: tuple[Method, ...] = ("anchored", "content_free")
 
 CONTENT_FREE = ("N/A", "", "[MASK]")
 """The content-free texts, each put in every input field (Zhao et al.'s three)."""

@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from ascend_eval.choices import LAYOUT_SETTINGS, Layout
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.text.language import Language
 
@@ -55,9 +56,6 @@ PARTS: frozenset[Part] = frozenset(get_args(Part))
 CONTEXTS_ONLY: frozenset[Part] = frozenset({"contexts"})
 """For a prompt that points to the contexts only (`PromptSpec.sample_first_parts`): its other inputs stay in
 the input as text, and its block is the one that every request reading the contexts starts with."""
-
-Layout = Literal["sample_first", "task_first"]
-LAYOUTS: tuple[Layout, ...] = ("sample_first", "task_first")
 
 
 AUTO_LAYOUT: Layout = "sample_first"
@@ -81,8 +79,8 @@ def resolve_layout(value: str, *, ragas_compat: bool, judge_mode: str = "classif
     >>> resolve_layout("auto", ragas_compat=False, judge_mode="generate")
     'task_first'
     """
-    if value not in ("auto", *LAYOUTS):
-        raise ConfigError(f"prompt_layout={value!r}; valid: {', '.join(map(repr, ('auto', *LAYOUTS)))}.")
+    if value not in LAYOUT_SETTINGS:
+        raise ConfigError(f"prompt_layout={value!r}; valid: {', '.join(map(repr, LAYOUT_SETTINGS))}.")
     if value == "auto":
         return "task_first" if ragas_compat or judge_mode == "generate" else AUTO_LAYOUT
     return value  # type: ignore[return-value]

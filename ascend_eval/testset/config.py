@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ascend_eval.choices import LANGUAGE_SETTINGS
 from ascend_eval.data.sample import did_you_mean
 from ascend_eval.models.errors import ConfigError
 
@@ -21,7 +22,6 @@ QUERY_KINDS = ("single_hop", "multi_hop", "abstract")
 """
 
 DEFAULT_KINDS: Mapping[str, float] = {"single_hop": 0.5, "multi_hop": 0.25, "abstract": 0.25}
-LANGUAGES = ("auto", "en", "zh")
 
 
 def parse_kinds(text: str) -> dict[str, float]:
@@ -145,8 +145,8 @@ class TestsetConfig:
                 f"chunk_overlap={self.chunk_overlap!r} with chunk_size={self.chunk_size}; the overlap must "
                 "be an integer >= 0 and smaller than the chunk size."
             )
-        if self.language not in LANGUAGES:
-            raise ConfigError(f"language={self.language!r}; valid: {list(LANGUAGES)}.")
+        if self.language not in LANGUAGE_SETTINGS:
+            raise ConfigError(f"language={self.language!r}; valid: {list(LANGUAGE_SETTINGS)}.")
         threshold = self.duplicate_threshold
         if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold <= 1:
             raise ConfigError(f"duplicate_threshold={threshold!r}; it must be a cosine in (0, 1].")
