@@ -1,6 +1,6 @@
 """Every module of ascend_eval/, models/ and kernels/ is readable in one sitting: at most 600 lines
-(STYLE.md section 9), with no exceptions: `TorchJudge`, the last long one, is now the package
-`models/judge/torch/` (planner, runner, decode loop, logits processors, facade).
+(docs/development.md, "House rules the tests keep"), with no exceptions: `TorchJudge`, the last long one,
+is now the package `models/judge/torch/` (planner, runner, decode loop, logits processors, facade).
 """
 
 from __future__ import annotations
