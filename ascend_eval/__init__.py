@@ -26,6 +26,39 @@ _LAZY = {
 }
 
 
+def _find_beside_in_a_checkout() -> None:
+    """`models/` and `kernels/` are `ascend_eval.models` and `ascend_eval.kernels` (the installed package
+    lays them out inside `ascend_eval/`). In a plain checkout they sit beside it: let the package find them
+    there, so that the library runs from a clone with its requirements installed and the clone on the path
+    (an installed or editable package finds them as it always does, its own finder first)."""
+    import importlib.util
+    import sys
+    from importlib.abc import MetaPathFinder
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    root = here.parent
+    names = ("models", "kernels")
+    if (here / "models").is_dir() or not all((root / n / "__init__.py").is_file() for n in names):
+        return
+
+    class CheckoutFinder(MetaPathFinder):
+        def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+            package, _, name = fullname.rpartition(".")
+            if package != __name__ or name not in names:
+                return None
+            folder = root / name
+            return importlib.util.spec_from_file_location(
+                fullname, folder / "__init__.py", submodule_search_locations=[str(folder)]
+            )
+
+    if not any(type(f).__name__ == "CheckoutFinder" for f in sys.meta_path):
+        sys.meta_path.append(CheckoutFinder())
+
+
+_find_beside_in_a_checkout()
+
+
 def __getattr__(name: str) -> Any:
     # Lazy so that `import ascend_eval` costs nothing until something is used.
     if name in _LAZY:

@@ -29,3 +29,23 @@ def test_every_package_folder_is_listed_in_pyproject_and_nothing_else():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert sorted(package_folders(setuptools["package-dir"])) == sorted(setuptools["packages"])
+
+
+def test_a_plain_checkout_imports_models_and_kernels_from_beside_the_package(tmp_path):
+    """Without the install's mapping (`-S`: no .pth file, so no editable finder), the checkout on the path
+    finds `ascend_eval.models` and `ascend_eval.kernels` in the folders beside `ascend_eval/`."""
+    import site
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.path[:0] = sys.argv[1:]\n"
+        "import ascend_eval.config, ascend_eval.models.spec, ascend_eval.kernels\n"
+        "print(ascend_eval.models.spec.__file__); print(ascend_eval.kernels.__file__)\n"
+    )
+    paths = [str(ROOT), *site.getsitepackages()]
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code, *paths], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(ROOT / "models" / "spec.py"), str(ROOT / "kernels" / "__init__.py")]
