@@ -14,8 +14,9 @@ on the same judge server, corpus and size, one after the other; then the same tw
   a chunk among the five (`all`), or at least one (`any`). Documents, not chunks, because RAGAS's nodes are
   its own splits of a document: a reference context's document is the corpus document sharing most of its
   words. Ours is also given per chunk (`source_chunks` against `retrieved_context_ids`).
-* **answerable**: a second judge pass, not the generator's own filter: the criterion below read on
-  (question, reference contexts), counted when p(Yes) >= 0.5.
+* **answerable**: a second judge pass, not the generator's own filter, in two readings: the criterion below
+  on (question, reference contexts), p(Yes); and nv_context_relevance with the reference contexts as the
+  contexts. A row counts when its score is 0.5 or above.
 
 Writes DIR/<tool>.jsonl (the rows) and DIR/<tool>.json (time, rows, failures, server requests and tokens,
 both checks). Run it alone on the server: the token counts are /metrics deltas. RAGAS's test-set filters
@@ -203,8 +204,10 @@ def retrieved(args: argparse.Namespace, rows: list[dict], documents: list[dict[s
 
 
 def answerable(args: argparse.Namespace, rows: list[dict]) -> dict[str, Any]:
-    """The second judge pass: the share of rows whose question the judge calls answerable from the row's
-    reference contexts (p(Yes) >= 0.5), and the mean p(Yes)."""
+    """The second judge pass, two readings of whether the question can be answered from the row's reference
+    contexts: the criterion `ANSWERABLE` on (question, reference contexts), and nv_context_relevance (NVIDIA's
+    0-2 rating of the contexts for the question, read twice, scaled to [0, 1]) with the reference contexts as
+    the contexts. Each: the share of rows at 0.5 or above, and the mean."""
     import math
 
     import ascend_eval
@@ -214,23 +217,32 @@ def answerable(args: argparse.Namespace, rows: list[dict]) -> dict[str, Any]:
         name="answerable_from_references", definition=ANSWERABLE, reads=("question", "reference_contexts")
     )
     samples = [
-        {"user_input": r["question"], "reference_contexts": r["reference_contexts"], "response": "-"}
+        {
+            "user_input": r["question"],
+            "reference_contexts": r["reference_contexts"],
+            "retrieved_contexts": r["reference_contexts"],
+            "response": "-",
+        }
         for r in rows
     ]
     result = ascend_eval.evaluate(
         samples,
-        metrics=[criterion],
+        metrics=[criterion, "nv_context_relevance"],
         judge=judge_spec(args),
         cache_dir=args.cache_dir,
         progress=False,
     )
-    scores = [float(s) for s in result.to_pandas()["answerable_from_references"]]
-    read = [s for s in scores if not math.isnan(s)]
-    return {
-        "share": round(sum(s >= 0.5 for s in read) / max(1, len(scores)), 3),
-        "mean_p_yes": round(sum(read) / max(1, len(read)), 3),
-        "nan": len(scores) - len(read),
-    }
+    frame = result.to_pandas()
+    out = {}
+    for name in ("answerable_from_references", "nv_context_relevance"):
+        scores = [float(s) for s in frame[name]]
+        read = [s for s in scores if not math.isnan(s)]
+        out[name] = {
+            "share": round(sum(s >= 0.5 for s in read) / max(1, len(scores)), 3),
+            "mean": round(sum(read) / max(1, len(read)), 3),
+            "nan": len(scores) - len(read),
+        }
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
