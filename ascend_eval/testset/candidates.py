@@ -1,5 +1,5 @@
 """Which chunks each candidate question is written from: every chunk alone (single-hop), a chunk with one
-or two of its nearest neighbours (multi-hop), a chunk with its three nearest (abstract).
+or two of its nearest neighbours, twice over (multi-hop), a chunk with its three nearest (abstract).
 
 Neighbours are found by embedding cosine among the `NEIGHBOURS` nearest chunks; for multi-hop, those that
 share a named entity with the first chunk (`ascend_eval.text.entities`) come first. Each kind's candidates
@@ -25,6 +25,10 @@ from ascend_eval.text.language import Language, detect_language
 
 NEIGHBOURS = 8
 """How many nearest chunks (by embedding cosine) a multi-hop or abstract group is drawn from."""
+MULTI_HOP_GROUPS = 2
+"""Multi-hop groups per seed chunk: with its first-ranked neighbours, and with the next ones. One per chunk
+left a small corpus short of candidates: the 14 short documents of the built-in Chinese corpus gave 13
+multi-hop candidates, and with the near-duplicates of a small judge dropped, 21 rows of 30."""
 ABSTRACT_CHUNKS = 4
 """Chunks of an abstract group: its first chunk and its nearest neighbours (fewer in a smaller corpus)."""
 _BLOCK = 1024
@@ -71,21 +75,25 @@ def entity_sets(texts: Sequence[str]) -> list[frozenset[str]]:
 def _groups(
     kind: str, neighbours: Sequence[Sequence[int]], entities: Sequence[frozenset[str]], rng: random.Random
 ) -> list[tuple[int, ...]]:
-    """The chunk groups of `kind`, one per seed chunk at most, each set of chunks once, in seed order."""
+    """The chunk groups of `kind` (one per seed chunk, `MULTI_HOP_GROUPS` for multi-hop), each set of chunks
+    once, in seed order. The p-th multi-hop group of a chunk takes one or two of its neighbours from the
+    p-th on, those that share an entity with it ranked first."""
     groups, seen = [], set()
     for i, near in enumerate(neighbours):
         if kind == "single_hop":
-            group: tuple[int, ...] = (i,)
+            found: list[tuple[int, ...]] = [(i,)]
         elif not near:
             continue
         elif kind == "multi_hop":
             ranked = sorted(near, key=lambda j: (not (entities[i] & entities[j]), near.index(j)))
-            group = (i, *ranked[: rng.choice((1, 2))])
+            starts = range(min(MULTI_HOP_GROUPS, len(ranked)))
+            found = [(i, *ranked[p : p + rng.choice((1, 2))]) for p in starts]
         else:
-            group = (i, *near[: ABSTRACT_CHUNKS - 1])
-        if frozenset(group) not in seen:
-            seen.add(frozenset(group))
-            groups.append(group)
+            found = [(i, *near[: ABSTRACT_CHUNKS - 1])]
+        for group in found:
+            if frozenset(group) not in seen:
+                seen.add(frozenset(group))
+                groups.append(group)
     return groups
 
 

@@ -125,3 +125,21 @@ def test_kinds_personas_and_numbers_are_checked():
     assert config.kinds == {"single_hop": 0.0, "multi_hop": 0.5, "abstract": 0.5}
     assert config.personas == ("a sailor",) and config.active_kinds == ("multi_hop", "abstract")
     assert allocate(7, config.kinds) == {"single_hop": 0, "multi_hop": 4, "abstract": 3}
+
+
+def test_each_chunk_seeds_two_multi_hop_groups_each_set_once():
+    from ascend_eval.pipeline.chunking import Chunk
+    from ascend_eval.testset import build_candidates
+    from ascend_eval.testset.candidates import MULTI_HOP_GROUPS
+
+    texts = [f"Passage {i} about harbour number {i}." for i in range(6)]
+    chunks = [Chunk(doc_id=f"d{i}", index=0, text=t, start=0, end=len(t)) for i, t in enumerate(texts)]
+    vectors = np.random.default_rng(0).normal(size=(6, 16)).astype(np.float32)
+    found = build_candidates(
+        chunks, vectors, {f"d{i}": "en" for i in range(6)}, TestsetConfig(size=4, kinds={"multi_hop": 1})
+    )["multi_hop"]
+    sets = [frozenset(c.chunks) for c in found]
+    assert len(sets) == len(set(sets))  # a set of chunks is asked once, whichever chunk seeded it
+    assert all(2 <= len(s) <= 3 for s in sets)
+    assert len(sets) > len(chunks)  # more than one group per seed chunk
+    assert len(sets) <= MULTI_HOP_GROUPS * len(chunks)
