@@ -8,6 +8,8 @@ A candidate that fails is dropped with one reason, the first that applies in thi
 - `unreadable_question`: the judge's question-and-answer JSON could not be read (not JSON, cut at
   max_tokens, an empty field, the prompt's own wording written back).
 - `copied_from_context`: the question is a sentence of its chunks, or nearly (`copies_context`).
+- `answer_copies_context`: the reference answer is a passage of its chunks pasted, not an answer
+  (`pastes_passage`): a small judge asked for a theme answers with the chunk itself.
 - `unreadable_verdict`: a yes/no verdict could not be read (probabilities over other labels, all zero).
 - `not_standalone`: the judge says the question cannot be understood without its document.
 - `not_answerable`: the judge says the chunks do not hold the answer.
@@ -44,6 +46,7 @@ from ascend_eval.text.sentences import split_sentences
 DROP_REASONS = (
     "unreadable_question",
     "copied_from_context",
+    "answer_copies_context",
     "unreadable_verdict",
     "not_standalone",
     "not_answerable",
@@ -54,6 +57,10 @@ DROP_REASONS = (
 COPY_SHARE = 0.8
 """A question is a copy of a sentence when, compared without case, spaces or punctuation, one contains the
 other and the shorter is at least this share of the longer."""
+
+PASTE_SHARE = 0.6
+"""A reference answer pastes a passage when the sentences it takes word for word from one of its chunks
+(two at least) make up this share of that chunk or more."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,28 @@ def copies_context(question: str, contexts: Sequence[str]) -> bool:
     return False
 
 
+def pastes_passage(answer: str, contexts: Sequence[str]) -> bool:
+    """Whether `answer` is mostly one of `contexts` pasted: two or more of its sentences appear word for word
+    (without case, spaces or punctuation) in one context, and together they are at least `PASTE_SHARE` of
+    it. An answer that quotes a sentence or two of a longer chunk is an answer; one that is the chunk is not.
+
+    >>> ctx = ["The lighthouse was built in 1874. Its lamp went electric in 1952. It is 31 metres tall."]
+    >>> pastes_passage("The lighthouse was built in 1874. Its lamp went electric in 1952.", ctx)
+    True
+    >>> pastes_passage("The lighthouse was built in 1874.", ctx)
+    False
+    >>> pastes_passage("It was built in 1874 and went electric in 1952.", ctx)
+    False
+    """
+    said = [normalize_for_match(s) for s in split_sentences(answer)]
+    for context in contexts:
+        whole = normalize_for_match(context)
+        copied = [s for s in said if s and s in whole]
+        if whole and len(copied) >= 2 and sum(map(len, copied)) >= PASTE_SHARE * len(whole):
+            return True
+    return False
+
+
 def candidate_plan(candidate: Candidate, texts: Sequence[str], max_tokens: int) -> Any:
     """The engine plan of one candidate: the writing request, then both verdicts in one step.
 
@@ -133,6 +162,8 @@ def candidate_plan(candidate: Candidate, texts: Sequence[str], max_tokens: int) 
         return Dropped("unreadable_question", "the judge wrote an empty question or answer")
     if copies_context(question, texts):
         return Dropped("copied_from_context", f"the question {question[:80]!r} is a sentence of its chunks")
+    if pastes_passage(answer, texts):
+        return Dropped("answer_copies_context", f"the answer {answer[:80]!r} is a chunk pasted")
     lang = candidate.language
     asked = [
         STANDALONE.request(QuestionInput(question=question), lang),

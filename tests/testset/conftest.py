@@ -6,7 +6,8 @@ prompt, and answers the two verdicts by rule. Markers in a chunk make it fail on
 - `ORPHAN`: the question says "the passage" (not standalone);
 - `NOANSWER`: the answerable verdict is No;
 - `BADVERDICT`: the verdicts come back over other labels (unreadable);
-- `TWIN`: the question is the same for every such chunk (near-duplicates).
+- `TWIN`: the question is the same for every such chunk (near-duplicates);
+- `PASTE`: the answer is the whole chunk, word for word.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def write_rule(request: GenerateRequest) -> str:
         question = "What does the passage say about ORPHAN?"
     if data.get("persona"):
         question = f"[{data['persona']}] {question}"
-    answer = " ".join(_first_sentence(p) for p in passages)
+    answer = first if "PASTE" in first else " ".join(_first_sentence(p) for p in passages)
     return json.dumps({"question": question, "answer": answer}, ensure_ascii=False)
 
 

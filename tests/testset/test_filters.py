@@ -28,6 +28,7 @@ MARKED = [
     "BADVERDICT the ferry timetable changes twice a year at Porthleven.",
     "TWIN records of the north light are kept in the town archive of Hale.",
     "TWIN records of the south light were copied by hand by a clerk in 1890.",
+    "PASTE notes: the mill at Crane was built of stone. It burned down in 1911.",
 ]
 
 
