@@ -117,6 +117,15 @@ def offline_tokenizer(model_dir: str) -> None:
     headline.num_tokens_from_string = count
 
 
+def without_node_filter(docs: list[Any], llm: Any, emb: Any) -> list[Any]:
+    """RAGAS's default transforms for these documents less its `CustomNodeFilter`, the step whose JSON the
+    small judge could not write (it wrote back the output's schema): what a RAGAS user would try next."""
+    from ragas.testset.transforms import default_transforms
+    from ragas.testset.transforms.filters import CustomNodeFilter
+
+    return [t for t in default_transforms(docs, llm, emb) if not isinstance(t, CustomNodeFilter)]
+
+
 def run_ragas(args: argparse.Namespace, documents: list[dict[str, str]]) -> tuple[list[dict], dict]:
     from langchain_core.documents import Document
     from ragas.run_config import RunConfig
@@ -141,6 +150,7 @@ def run_ragas(args: argparse.Namespace, documents: list[dict[str, str]]) -> tupl
         testset = generator.generate_with_langchain_docs(
             docs,
             testset_size=args.size,
+            transforms=without_node_filter(docs, llm, emb) if args.ragas_no_node_filter else None,
             run_config=RunConfig(timeout=args.timeout),
             raise_exceptions=False,
         )
@@ -263,6 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--ragas-max-tokens", type=int, default=1024)
     parser.add_argument("--tokenizer", help="RAGAS: a local tokenizer directory (the judge's) for its counts")
+    parser.add_argument("--ragas-no-node-filter", action="store_true", help="RAGAS: no CustomNodeFilter")
     parser.add_argument("--checks-only", action="store_true", help="score rows already in --out")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
