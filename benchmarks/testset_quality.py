@@ -81,6 +81,7 @@ def run_ours(args: argparse.Namespace, documents: list[dict[str, str]]) -> tuple
         embedder=args.embedder,
         cache_dir=args.cache_dir,
         seed=args.seed,
+        chunk_size=args.chunk_size,
         progress=lambda line: print(f"  ours: {line}", flush=True),
     )
     seconds = time.perf_counter() - started
@@ -268,6 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", default="multilingual-e5-small")
     parser.add_argument("--cache-dir", default=None, help="ours: the request cache (default: none)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--chunk-size", type=int, default=512, help="ours: characters per chunk")
     parser.add_argument(
         "--timeout", type=float, default=1800, help="seconds: per request (ours), per job (RAGAS)"
     )
