@@ -356,15 +356,6 @@ class TestsetGenerator:
             BackendError: a model call failed; what was answered is cached, the same call resumes.
         """
         del transforms_llm, raise_exceptions  # see the class: nothing to do with them here
-        check_unsupported(
-            transforms=transforms,
-            callbacks=callbacks,
-            token_usage_parser=token_usage_parser,
-            return_executor=return_executor,
-        )
-        corpus = documents_corpus(langchain_pairs(documents))
-        embedder = self.embedder_for(transforms_embedding_model)
-        source = Source(corpus, chunk_size, chunk_overlap, embedder)
         run = Run(
             testset_size,
             query_distribution,
@@ -375,7 +366,16 @@ class TestsetGenerator:
             device,
             cache_dir,
         )
-        return self.write(source, run)
+        return self.from_corpus(
+            lambda: documents_corpus(langchain_pairs(documents)),
+            (chunk_size, chunk_overlap),
+            transforms_embedding_model,
+            run,
+            transforms=transforms,
+            callbacks=callbacks,
+            token_usage_parser=token_usage_parser,
+            return_executor=return_executor,
+        )
 
     def generate_with_llamaindex_docs(
         self,
@@ -402,10 +402,6 @@ class TestsetGenerator:
         `.metadata`; "file_name" names one), read by their attributes: llama_index need not be installed.
         Blank documents are skipped, as RAGAS skips them."""
         del transforms_llm, raise_exceptions
-        check_unsupported(transforms=transforms, callbacks=callbacks, token_usage_parser=token_usage_parser)
-        corpus = documents_corpus(llama_index_pairs(documents))
-        embedder = self.embedder_for(transforms_embedding_model)
-        source = Source(corpus, chunk_size, chunk_overlap, embedder)
         run = Run(
             testset_size,
             query_distribution,
@@ -416,7 +412,15 @@ class TestsetGenerator:
             device,
             cache_dir,
         )
-        return self.write(source, run)
+        return self.from_corpus(
+            lambda: documents_corpus(llama_index_pairs(documents)),
+            (chunk_size, chunk_overlap),
+            transforms_embedding_model,
+            run,
+            transforms=transforms,
+            callbacks=callbacks,
+            token_usage_parser=token_usage_parser,
+        )
 
     def generate_with_chunks(
         self,
@@ -441,15 +445,6 @@ class TestsetGenerator:
         """As `generate_with_langchain_docs`, from chunks already made (LangChain `Document`s or strings):
         each is one chunk, kept whole (the chunk size is the longest chunk's length), blank ones skipped."""
         del transforms_llm, raise_exceptions
-        check_unsupported(
-            transforms=transforms,
-            callbacks=callbacks,
-            token_usage_parser=token_usage_parser,
-            return_executor=return_executor,
-        )
-        corpus = documents_corpus(langchain_pairs(chunks, strings=True, what="chunks"))
-        longest = max(len(doc["text"].strip()) for doc in corpus)
-        source = Source(corpus, longest, 0, self.embedder_for(transforms_embedding_model))
         run = Run(
             testset_size,
             query_distribution,
@@ -460,7 +455,16 @@ class TestsetGenerator:
             device,
             cache_dir,
         )
-        return self.write(source, run)
+        return self.from_corpus(
+            lambda: documents_corpus(langchain_pairs(chunks, strings=True, what="chunks")),
+            (None, 0),
+            transforms_embedding_model,
+            run,
+            transforms=transforms,
+            callbacks=callbacks,
+            token_usage_parser=token_usage_parser,
+            return_executor=return_executor,
+        )
 
     def generate(
         self,
@@ -513,6 +517,25 @@ class TestsetGenerator:
             num_personas,
         )
         return self.write(self.source, run)
+
+    def from_corpus(
+        self,
+        read: Callable[[], list[dict[str, str]]],
+        chunking: tuple[int | None, int],
+        transforms_embedding_model: Any,
+        run: Run,
+        **unsupported: Any,
+    ) -> RagasTestset:
+        """What each `generate_with_*` method does once its arguments are named: refuse what cannot be
+        honoured, then read the documents (`read`), then write. `chunking` is (chunk size, overlap); a size
+        of None keeps every document one chunk (the longest one's length). Raises as
+        `generate_with_langchain_docs` does."""
+        check_unsupported(**unsupported)
+        corpus = read()
+        size, overlap = chunking
+        if size is None:
+            size = max(len(doc["text"].strip()) for doc in corpus)
+        return self.write(Source(corpus, size, overlap, self.embedder_for(transforms_embedding_model)), run)
 
     def embedder_for(self, transforms_embedding_model: Any) -> Any:
         """The embedder: `transforms_embedding_model` when given (RAGAS embeds the chunks with it), else
