@@ -24,7 +24,6 @@ SETS = {
 HOMES = {
     "backends": "models/spec.py",
     "chunk units": "ascend_eval/pipeline/config.py",
-    "languages": "ascend_eval/text/language.py",
 }
 
 
