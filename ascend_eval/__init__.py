@@ -52,8 +52,7 @@ def _find_beside_in_a_checkout() -> None:
                 fullname, folder / "__init__.py", submodule_search_locations=[str(folder)]
             )
 
-    if not any(type(f).__name__ == "CheckoutFinder" for f in sys.meta_path):
-        sys.meta_path.append(CheckoutFinder())
+    sys.meta_path.append(CheckoutFinder())
 
 
 _find_beside_in_a_checkout()
