@@ -137,12 +137,13 @@ class UserMetric(Metric):
         return frozenset({*self.required, *(UserColumn(f) for f in self.reads if f not in FIELDS)})
 
     def _example(
-        self, example: object, answer_key: str, read: Callable[[Any], Any]
+        self, example: object, answer_key: str, read: Callable[[Any], Any], what: str = "example"
     ) -> tuple[dict[str, str], Any, str]:
-        """One example as (the read fields' texts, its answer as `read` checks it, its reason or "")."""
+        """One example (or anchor) as (the read fields' texts, its answer as `read` checks it, its reason
+        or "")."""
         if not isinstance(example, Mapping):
             raise ConfigError(
-                f"{self.name}: an example is a mapping of its fields and {answer_key!r}, got "
+                f"{self.name}: an {what} is a mapping of its fields and {answer_key!r}, got "
                 f"{type(example).__name__}."
             )
         data = {SYNONYMS.get(k, k): v for k, v in example.items()}
@@ -150,7 +151,7 @@ class UserMetric(Metric):
         if missing or answer_key not in data:
             need = [*missing, *([answer_key] if answer_key not in data else [])]
             raise ConfigError(
-                f"{self.name}: an example lacks {need} (each example gives the text of every "
+                f"{self.name}: an {what} lacks {need} (each {what} gives the text of every "
                 f"field the metric reads, {list(self.reads)}, and its {answer_key!r})."
             )
         reason = data.get("reason", "")
@@ -219,6 +220,14 @@ class Criterion(UserMetric):
             reference_contexts (RAGAS's names work too) and columns of the user's own dataset.
         examples: optional; each a mapping of the read fields' texts, "verdict" (yes/no) and optionally
             "reason". They are shown to the judge in the task-first layout.
+        anchors: optional labelled samples, in the form of examples (at least one yes and one no), that
+            the judge is never shown: under the run's "anchored" calibration (the classify-mode default)
+            the judge is asked about each with this criterion's own prompt, and the yes/no threshold is
+            put midway between what it gives the yes-anchors and the no-anchors (`prompts/calibration.py`).
+            A small judge's p(yes) for a criterion sits in a narrow band on one side of 0.5 (Qwen2.5-
+            Coder-1.5B: 0.5-0.75 for met and unmet alike), so without anchors a threshold-scored label says
+            yes to both; anchors move the threshold into that band. Expected scores keep their order.
+            Yes- and no-anchors are paired in order, the shorter list repeating.
         strictness: how many readings must agree, by majority (odd, as RAGAS's `AspectCritic`).
     """
 
@@ -231,6 +240,7 @@ class Criterion(UserMetric):
         reads: Sequence[str] = ("question", "answer"),
         examples: Sequence[Mapping[str, Any]] = (),
         strictness: int = 1,
+        anchors: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         super().__init__(name, reads)
         self.definition = _text(definition, "definition", self.name)
@@ -245,13 +255,29 @@ class Criterion(UserMetric):
                 f"{strictness!r}: an even count can tie."
             )
         self.strictness = strictness
-        self.examples = tuple(
-            self._example(x, "verdict", partial(_verdict, name=self.name)) for x in examples
-        )
+        verdict = partial(_verdict, name=self.name)
+        self.examples = tuple(self._example(x, "verdict", verdict) for x in examples)
+        self.anchors = tuple(self._example(x, "verdict", verdict, "anchor") for x in anchors)
+        self._check_anchors()
+
+    def _check_anchors(self) -> None:
+        if not self.anchors:
+            return
+        if len({holds for _, holds, _ in self.anchors}) < 2:
+            raise ConfigError(
+                f"{self.name}: anchors put the yes/no threshold between what the judge gives a sample that "
+                "meets the criterion and one that does not; give at least one anchor of each verdict."
+            )
+        shown = [fields for fields, _, _ in self.examples]
+        if any(fields in shown for fields, _, _ in self.anchors):
+            raise ConfigError(
+                f"{self.name}: an anchor is also an example; the judge is shown an example with its answer, "
+                "so it would answer that anchor from the prompt. Use samples the prompt does not show."
+            )
 
     @cached_property
     def prompts(self) -> tuple[Any, Any]:
-        return criterion_prompts(self.name, self.definition, self.reads, self.examples)
+        return criterion_prompts(self.name, self.definition, self.reads, self.examples, self.anchors)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -261,6 +287,7 @@ class Criterion(UserMetric):
             "reads": list(self.reads),
             "examples": examples,
             "strictness": self.strictness,
+            **({"anchors": [{**x, "verdict": v} for x, v, _ in self.anchors]} if self.anchors else {}),
         }
 
     def plan(self, sample: Sample, ctx: PlanContext) -> Plan:
@@ -268,7 +295,7 @@ class Criterion(UserMetric):
         x = self._inputs(sample, classify)
         if ctx.judge_mode == "generate":
             return (yield from self._readings(generate, x, ctx))
-        if ctx.calibration == "anchored":
+        if ctx.calibration == "anchored" and not self.anchors:
             ctx = replace(ctx, calibration=None)  # no anchors of its own: read as it comes
         asked = Asked(classify, [x], ctx)
         answers = yield asked.requests

@@ -85,6 +85,7 @@ def criterion_prompts(
     definition: str,
     fields: Sequence[str],
     examples: Sequence[tuple[Mapping[str, str], bool, str]] = (),
+    anchors: Sequence[tuple[Mapping[str, str], bool, str]] = (),
 ) -> tuple[ClassifyPromptSpec[Any], PromptSpec[Any, CriterionVerdict]]:
     """A criterion's classify and JSON prompts.
 
@@ -95,6 +96,9 @@ def criterion_prompts(
         examples: (the fields' texts, whether the criterion holds, a reason or "") per example; they
             teach both forms in both languages. They are not calibration anchors: an anchor the prompt
             also shows with its answer is answered from the example, not judged.
+        anchors: (the fields' texts, whether the criterion holds, _) per labelled sample the prompt never
+            shows: the classify prompt's calibration anchors in both languages, yes- and no-anchors paired
+            in order, the shorter list repeating.
 
     >>> classify, generate = criterion_prompts("polite", "Is the answer polite?", ["answer"])
     >>> classify.labels, classify.positive, generate.tag
@@ -115,9 +119,26 @@ def criterion_prompts(
             lang: [(x, CriterionVerdict(reason=r or "-", verdict=int(holds))) for x, holds, r in shown]
             for lang in ("en", "zh")
         },
-        anchors={},
+        anchors=dict.fromkeys(("en", "zh"), paired) if (paired := _paired(model, anchors)) else {},
         labels=(NO, YES),
     )
+
+
+def _paired(
+    model: type[BaseModel], anchors: Sequence[tuple[Mapping[str, str], bool, str]]
+) -> list[tuple[BaseModel, BaseModel]]:
+    """(yes, no) anchor inputs, in order, the shorter list repeating; none without both kinds.
+
+    >>> m = input_model("c", ["answer"])
+    >>> given = [({"answer": "a"}, True, ""), ({"answer": "b"}, False, ""), ({"answer": "c"}, False, "")]
+    >>> [(y.answer, n.answer) for y, n in _paired(m, given)]
+    [('a', 'b'), ('a', 'c')]
+    """
+    yes = [model.model_validate(dict(x)) for x, holds, _ in anchors if holds]
+    no = [model.model_validate(dict(x)) for x, holds, _ in anchors if not holds]
+    if not yes or not no:
+        return []
+    return [(yes[i % len(yes)], no[i % len(no)]) for i in range(max(len(yes), len(no)))]
 
 
 def rubric_prompts(

@@ -156,6 +156,54 @@ def test_anchored_calibration_leaves_a_criterion_as_the_judge_reads_it():
     assert result.score == pytest.approx(0.7) and "calibration" not in result.details
 
 
+YES_ANCHOR = {"contexts": "[1] Returns are free for 30 days.", "answer": "Returns are free for 30 days [1].",
+              "verdict": "yes"}
+NO_ANCHOR = {"contexts": "[1] Returns are free for 30 days.", "answer": "Returns are free for 30 days.",
+             "verdict": "no"}
+
+
+def test_anchors_put_the_threshold_between_what_the_judge_gives_a_yes_and_a_no():
+    anchored = Criterion(CITES.name, CITES.definition, reads=CITES.reads, anchors=[YES_ANCHOR, NO_ANCHOR])
+    # The judge leans yes on everything: 0.62 for the yes-anchor, 0.52 for the no-anchor; the sample's 0.6
+    # is nearer the yes-anchor, 0.54 nearer the no-anchor.
+    def lean(sample_p):
+        def rule(r):
+            text = r.messages[-1].content
+            p = 0.62 if "30 days [1]" in text else 0.52 if "30 days." in text else sample_p
+            return [1 - p, p]
+        return ReplayJudge(classify_rule=rule, model_id="rules-anchors")
+
+    for sample_p, verdict in ((0.6, 1), (0.54, 0)):
+        judge = lean(sample_p)
+        plain = run(CITES, judge, EN, calibration="anchored", scoring="threshold")
+        assert plain.score == 1.0  # read as it comes: both above 0.5
+        result = run(anchored, judge, EN, calibration="anchored", scoring="threshold")
+        assert result.score == verdict and result.details["verdict"] == verdict
+        assert result.details["calibration"]["threshold"] == pytest.approx(0.57, abs=0.001)
+        assert judge.calls[-1] == ("classify", 3)  # the sample and its two anchors
+    expected = run(anchored, lean(0.62), EN, calibration="anchored", scoring="expected")
+    assert expected.score == pytest.approx(0.9, abs=1e-4)  # the yes-anchor's reading sets the scale
+    off = run(anchored, lean(0.54), EN, calibration=None, scoring="threshold")
+    assert off.score == 1.0 and "calibration" not in off.details
+
+
+def test_anchors_are_checked_when_built_and_travel_with_the_metric():
+    with pytest.raises(ConfigError, match="at least one anchor of each verdict"):
+        Criterion("cites", "Ok?", reads=["contexts", "answer"], anchors=[YES_ANCHOR])
+    with pytest.raises(ConfigError, match="an anchor is also an example"):
+        Criterion("cites", "Ok?", reads=["contexts", "answer"], examples=[YES_ANCHOR],
+                  anchors=[YES_ANCHOR, NO_ANCHOR])  # fmt: skip
+    with pytest.raises(ConfigError, match=r"lacks \['contexts'\]"):
+        Criterion("cites", "Ok?", reads=["contexts", "answer"], anchors=[{"answer": "x", "verdict": 1}])
+    anchored = Criterion("cites", "Ok?", reads=["contexts", "answer"], anchors=[YES_ANCHOR, NO_ANCHOR])
+    assert pickle.loads(pickle.dumps(anchored)) == anchored != Criterion("cites", "Ok?", reads=anchored.reads)
+    assert "anchors" not in Criterion("cites", "Ok?").params  # a run without anchors records what it did
+    (entry,) = metric_entries([{"criterion": {"name": "cites", "definition": "Ok?",
+                                              "reads": ["contexts", "answer"],
+                                              "anchors": [YES_ANCHOR, NO_ANCHOR]}}], "m.yaml")  # fmt: skip
+    assert entry == anchored and entry.params["anchors"][0]["verdict"] is True
+
+
 def test_rubric_scores_the_probability_weighted_level_normalised_and_keeps_the_argmax():
     judge = classify_judge([0.1, 0.3, 0.6])  # levels 1, 3, 5
     result = run(COMPLETE, judge, EN, scoring="expected")
