@@ -13,6 +13,11 @@ metric and language, each two samples that differ only in what the metric judges
   `RubricsScore(rubrics={"score1_description": ...})` through `ragas.evaluate`, on the same server
   (`benchmarks/ragas_side.py`): RAGAS's score is its label (0/1, or the level).
 
+With `--anchors` (`benchmarks/data/criteria_anchors.yaml`), each criterion gets labelled samples apart from
+the pairs, one yes and one no per language: ours takes them as `Criterion(anchors=...)`, which puts its
+yes/no threshold between what the judge gives them; RAGAS takes the same samples, with their reasons, as
+`AspectCritic`'s few-shot examples, the form its prompt has for them.
+
 A pair is right when the better member scores strictly higher; a tie or a NaN on either side is wrong, and
 both are counted. Each accuracy has a Wilson 95% interval. The server's token counters are read around
 each side.
@@ -38,6 +43,7 @@ from ascend_eval.yaml_files import load_yaml
 
 DATA = Path(__file__).parent / "data"
 METRICS_FILE = DATA / "criteria_metrics.yaml"
+ANCHORS_FILE = DATA / "criteria_anchors.yaml"
 PAIRS = tuple(DATA / f"criteria_pairs_{lang}.jsonl" for lang in ("en", "zh"))
 RAGAS_COLUMNS = {"question": "user_input", "answer": "response", "contexts": "retrieved_contexts",
                  "reference": "reference"}  # fmt: skip
@@ -47,6 +53,17 @@ def load_metrics(path: Path = METRICS_FILE) -> dict[str, UserMetric]:
     """The file's criteria and rubrics by name."""
     entries = metric_entries(load_yaml(path.read_text(encoding="utf-8"), str(path))["metrics"], str(path))
     return {m.name: m for m in entries if isinstance(m, UserMetric)}
+
+
+def with_anchors(metrics: dict[str, UserMetric], path: Path = ANCHORS_FILE) -> dict[str, UserMetric]:
+    """The criteria with the file's anchors attached (the rubrics as they are)."""
+    anchors = load_yaml(path.read_text(encoding="utf-8"), str(path))
+    return {
+        name: Criterion(name=name, **m.params, anchors=anchors[name])
+        if isinstance(m, Criterion) and name in anchors
+        else m
+        for name, m in metrics.items()
+    }
 
 
 def load_pairs(paths: Sequence[Path] = PAIRS) -> list[dict[str, Any]]:
@@ -102,9 +119,27 @@ def ragas_metric(metric: UserMetric, llm: Any) -> Any:
     from ragas.metrics._domain_specific_rubrics import RubricsScore
 
     if isinstance(metric, Criterion):
-        return AspectCritic(name=metric.name, definition=metric.definition, llm=llm)
+        from ragas.metrics._aspect_critic import AspectCriticInput, AspectCriticOutput
+
+        critic = AspectCritic(name=metric.name, definition=metric.definition, llm=llm)
+        critic.single_turn_prompt.examples = [
+            (
+                AspectCriticInput(**ragas_fields(fields)),
+                AspectCriticOutput(reason=reason or "-", verdict=int(holds)),
+            )
+            for fields, holds, reason in metric.anchors
+        ]
+        return critic
     rubrics = {f"score{level}_description": text for level, text in metric.levels.items()}  # type: ignore[attr-defined]
     return RubricsScore(name=metric.name, rubrics=rubrics, llm=llm)
+
+
+def ragas_fields(fields: dict[str, str]) -> dict[str, Any]:
+    """An anchor's fields under RAGAS's names, the contexts (one passage a line) as a list."""
+    out: dict[str, Any] = {RAGAS_COLUMNS[k]: v for k, v in fields.items() if k in RAGAS_COLUMNS}
+    if "retrieved_contexts" in out:
+        out["retrieved_contexts"] = out["retrieved_contexts"].split("\n")
+    return out
 
 
 def score_ragas(pairs: list[dict[str, Any]], metrics: dict[str, UserMetric], llm: Any, timeout: int) -> None:
@@ -204,12 +239,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=False, help="our request cache (default: none)")
     parser.add_argument("--metrics", nargs="*", help="only these metrics of the file")
     parser.add_argument("--ragas", action="store_true", help="also score RAGAS 0.4.3 on the same server")
+    parser.add_argument(
+        "--anchors", action="store_true",
+        help=f"give each criterion its anchors from {ANCHORS_FILE.name} (RAGAS: as few-shot examples)",
+    )  # fmt: skip
     parser.add_argument("--no-ours", action="store_true", help="score RAGAS's side alone")
     parser.add_argument("--ragas-max-tokens", type=int, default=1024)
     parser.add_argument("--request-timeout", type=int, default=1800)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     metrics = load_metrics()
+    if args.anchors:
+        metrics = with_anchors(metrics)
     if args.metrics:
         metrics = {k: v for k, v in metrics.items() if k in args.metrics}
     pairs = [p for p in load_pairs() if p["metric"] in metrics]
