@@ -42,6 +42,11 @@ LAYOUTS: tuple[Layout, ...] = get_args(Layout)
 LAYOUT_SETTINGS: tuple[str, ...] = (AUTO, *LAYOUTS)
 """`prompt_layout` (`ascend_eval.prompts.layout`)."""
 
+SettingGroup = Literal["data", "models", "scoring", "engine", "executor", "output", "callbacks"]
+SETTING_GROUPS: tuple[SettingGroup, ...] = get_args(SettingGroup)
+"""The groups of `EvaluationConfig`'s settings (`ascend_eval.setting`), in the order `ascend-eval evaluate
+--help` lists them: the callbacks, which only a caller in this process can give, have no flag."""
+
 __all__ = [
     "AUTO",
     "BACKENDS",
@@ -54,9 +59,11 @@ __all__ = [
     "OFF",
     "SCORINGS",
     "SCORING_SETTINGS",
+    "SETTING_GROUPS",
     "Backend",
     "JudgeMode",
     "Layout",
     "Method",
     "Scoring",
+    "SettingGroup",
 ]

@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ascend_eval.choices import JUDGE_MODES, LANGUAGE_SETTINGS, JudgeMode
+from ascend_eval.choices import (
+    BACKENDS,
+    CALIBRATION_SETTINGS,
+    JUDGE_MODES,
+    LANGUAGE_SETTINGS,
+    LAYOUT_SETTINGS,
+    SCORING_SETTINGS,
+    JudgeMode,
+)
 from ascend_eval.engine.tracing import TraceArg
 from ascend_eval.models.base import Role
 from ascend_eval.models.budget import check_budget
@@ -35,16 +43,26 @@ from ascend_eval.models.checks import CHUNK_SIZE, WORKERS
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.factory import ROLE_KEYS, ModelArg, check
 from ascend_eval.models.spec import Backend
+from ascend_eval.setting import (
+    ANY,
+    CACHE,
+    FUNCTION,
+    INTEGER,
+    KEY,
+    MODEL,
+    NUMBER,
+    PAIRS,
+    SWITCH,
+    TEXT,
+    Setting,
+    setting,
+)
 
 if TYPE_CHECKING:
     from ascend_eval.choices import Layout, Method, Scoring
 
 ExecutorName = Literal["local", "ray"]
 EXECUTOR_NAMES: tuple[ExecutorName, ...] = ("local", "ray")
-
-
-CALLBACKS = frozenset({"progress", "on_round", "on_progress"})
-"""Settings that only a caller in this process can give (a file or a job cannot hold a function)."""
 
 
 @dataclass(frozen=True)
@@ -96,90 +114,183 @@ class EvaluationConfig:
     `ConfigError` that names the setting.
     """
 
-    judge: ModelArg = None
+    judge: ModelArg = setting(
+        None, "models", MODEL, "shipped judge name, local HF directory or .gguf file, or server URL"
+    )
     """The judge LLM: a shipped name (default "smollm2-135m-instruct", tiny: it demonstrates the pipeline,
     not judging quality), a local HF directory or `.gguf` file, an OpenAI-compatible URL, a `ModelSpec`
     (the same plus endpoint, engine and decoding settings), or a `Judge` instance."""
-    embedder: ModelArg = None
+    embedder: ModelArg = setting(
+        None, "models", MODEL, "shipped embedder name, sentence-transformers directory, or server URL"
+    )
     """A shipped name (default "multilingual-e5-small"), a sentence-transformers directory, a URL, a
     `ModelSpec`, or an `Embedder` instance."""
-    cross_encoder: ModelArg = None
+    cross_encoder: ModelArg = setting(
+        None, "models", MODEL, "CrossEncoder directory or /v1/ranking server URL"
+    )
     """A CrossEncoder directory, a `/v1/ranking` URL, a `ModelSpec`, or a `Reranker` instance; only needed
     by metrics configured to use one."""
-    judge_backend: Backend = "auto"
+    judge_backend: Backend = setting(
+        "auto",
+        "models",
+        help="runtime for a local judge: torch (auto, the default) or vllm (vLLM, vllm-ascend on NPUs)",
+        choices=BACKENDS,
+    )
     """The runtime for a local judge: "auto" (= "torch": transformers) or "vllm" (vLLM's offline engine,
     vllm-ascend on NPUs). Both name the model alike, so they share the request cache. A URL runs on its
     server: leave it "auto" there. A `ModelSpec` that names its backend keeps it."""
-    embedder_backend: Backend = "auto"
+    embedder_backend: Backend = setting(
+        "auto",
+        "models",
+        help="runtime for a local embedder: torch (auto, the default) or vllm (vLLM, vllm-ascend on NPUs)",
+        choices=BACKENDS,
+    )
     """As `judge_backend`, for the embedder ("torch": sentence-transformers)."""
-    cross_encoder_backend: Backend = "auto"
+    cross_encoder_backend: Backend = setting(
+        "auto",
+        "models",
+        help="runtime for a local cross-encoder: torch (auto, the default) or vllm (vLLM, vllm-ascend on "
+        "NPUs)",
+        choices=BACKENDS,
+    )
     """As `judge_backend`, for the cross-encoder."""
-    device: str | None = None
+    device: str | None = setting(None, "models", help="auto, cpu, cuda[:N] or npu[:N]")
     """"auto", "cpu", "cuda[:N]" or "npu[:N]" for on-device models (default: the ASCEND_EVAL_DEVICE
     setting, else auto-detection); a `ModelSpec`'s own device comes first."""
-    memory_budget: float | None = None
+    memory_budget: float | None = setting(
+        None,
+        "models",
+        NUMBER,
+        "share of each NPU's or GPU's memory the local models may take together (default 0.9), split "
+        "between the vLLM engines after each torch model's reserve",
+        metavar="FRACTION",
+    )
     """Share of each accelerator's memory the run's local models may take together (default 0.9): every
     vLLM engine without its own `gpu_memory_utilization` gets its part, after each torch model on the
     device has its reserve (`ascend_eval.models.budget`), so that two engines and a torch model on one NPU
     all start."""
-    cache_dir: str | Path | Literal[False] | None = None
+    cache_dir: str | Path | Literal[False] | None = setting(
+        None, "engine", CACHE, "request cache folder (default ~/.cache/ascend-eval/requests)"
+    )
     """Where answered requests are cached (default `~/.cache/ascend-eval/requests`); False disables the
     cache. A re-run with the same inputs resumes from it."""
-    language: str = "auto"
+    language: str = setting(
+        "auto", "scoring", help="prompt language (default auto: per sample)", choices=LANGUAGE_SETTINGS
+    )
     """Prompt language: "auto" (per sample, by its share of Chinese characters), "en" or "zh"."""
-    ragas_compat: bool = False
+    ragas_compat: bool = setting(
+        False, "scoring", SWITCH, "reproduce RAGAS's scores exactly, quirks included (default: off)"
+    )
     """Reproduce RAGAS's scores exactly, quirks included (the metrics docs' table of differences); by
     default the sensible behaviour is used where RAGAS has a quirk."""
-    judge_mode: str = "classify"
+    judge_mode: str = setting(
+        "classify",
+        "scoring",
+        help="verdicts from next-token probabilities (classify, default) or as JSON with reasons (generate)",
+        choices=JUDGE_MODES,
+    )
     """"classify" (verdicts and ratings from next-token probabilities, one forward pass each) or
     "generate" (RAGAS's procedure: schema-constrained JSON verdicts with reasons)."""
-    calibration: str = "auto"
+    calibration: str = setting(
+        "auto",
+        "scoring",
+        help="calibrate classify-mode yes/no verdicts to the judge (default auto: anchored, off under "
+        "--ragas-compat or in generate mode)",
+        choices=CALIBRATION_SETTINGS,
+    )
     """How classify-mode yes/no verdicts are calibrated to the judge (`ascend_eval.prompts.calibration`):
     "auto" ("anchored" in classify mode, "off" under `ragas_compat` or in generate mode), "anchored",
     "content_free" or "off". Recorded in the provenance."""
-    scoring: str = "auto"
+    scoring: str = setting(
+        "auto",
+        "scoring",
+        help="count verdicts as yes/no (threshold) or score by their expected value (expected); default "
+        "auto: expected, threshold under --ragas-compat or in generate mode",
+        choices=SCORING_SETTINGS,
+    )
     """"auto" ("expected" in classify mode, "threshold" under `ragas_compat` or in generate mode),
     "threshold" (each verdict counts as yes or no, as in RAGAS) or "expected" (a verdict-based score is its
     expected value under the verdict probabilities; docs/metrics.md lists each formula). Classify mode
     only. Recorded in the provenance."""
-    prompt_layout: str = "auto"
+    prompt_layout: str = setting(
+        "auto",
+        "scoring",
+        help="write each sample's texts once before the task, shared by all its requests (sample_first), "
+        "or in every prompt (task_first); default auto: sample_first in classify mode, task_first "
+        "under --ragas-compat or in generate mode",
+        choices=LAYOUT_SETTINGS,
+    )
     """"auto" ("sample_first" in classify mode, "task_first" under `ragas_compat` or in generate mode;
     `ascend_eval.prompts.layout.AUTO_LAYOUT`), "sample_first" (each sample whose texts are long enough has
     them written once, before the task, so that all its requests share them as a prefix) or "task_first"
     (every prompt carries its own copy of the texts it reads). Recorded in the provenance."""
-    column_map: Mapping[str, str] | None = None
+    column_map: Mapping[str, str] | None = setting(None, "data", PAIRS, "e.g. user_input=query")
     """Our column name -> your dataset's column, e.g. {"user_input": "query"}."""
-    progress: bool = True
+    progress: bool = setting(True, "output", SWITCH, by="--quiet", saved=False)
     """Show a progress bar."""
-    chunk_size: int = 1024
+    chunk_size: int = setting(
+        1024,
+        "engine",
+        INTEGER,
+        "at most N requests per backend call, whose answers are cached as it returns (default 1024; "
+        "1 sends each alone)",
+        metavar="N",
+    )
     """At most this many requests per backend call (each call's answers are committed to the cache as the
     call returns); 1 sends every request on its own, as RAGAS does (benchmarks use it for comparison). At
     most 65,536 (`ascend_eval.models.checks.CHUNK_SIZE`)."""
-    dedupe: bool = True
+    dedupe: bool = setting(
+        True,
+        "engine",
+        SWITCH,
+        "run identical requests once (default: on; --no-dedupe only to measure what it saves)",
+    )
     """Run identical requests once (turn off only to measure what it saves)."""
-    on_round: Callable[[Any], None] | None = None
+    on_round: Callable[[Any], None] | None = setting(None, "callbacks", FUNCTION, saved=False)
     """Receives each engine round's `RoundStats` (round k: the k-th step of every plan), once no plan can
     reach that round any more."""
-    on_progress: Callable[[Any], None] | None = None
+    on_progress: Callable[[Any], None] | None = setting(None, "callbacks", FUNCTION, saved=False)
     """Receives a `Progress` snapshot (scores done, requests answered, rate, ETA) about every second while
     the run goes on, and once at its end."""
-    trace: TraceArg = None
+    trace: TraceArg = setting(None, "output", ANY, by="--trace")
     """OpenTelemetry spans of the run (`docs/tracing.md`), on the global tracer provider: False (none), True
     (the run, each stage and each backend call, with counts, tokens and latency but no prompt or output
     text) or "content" (prompts and outputs too, each cut to 4,000 characters). Default: the
     ASCEND_EVAL_TRACE environment variable (1 or content), else off."""
-    out: str | Path | None = None
+    out: str | Path | None = setting(
+        None,
+        "output",
+        TEXT,
+        "folder for samples.jsonl (written as samples are scored), results.json, scores.csv, "
+        "summary.json, report.html and config.yaml (required; or in --config)",
+    )
     """A results folder. Each sample is written to `out/samples.jsonl` as soon as all its metrics are
     scored, the rest of the folder (`results.json`, `scores.csv`, `summary.json`, `report.html`) at the end,
     and the result is read back lazily from it: memory stays flat however many samples the dataset has.
     Without it, every score is kept in memory."""
-    executor: str = "local"
+    executor: str = setting("local", "executor", choices=EXECUTOR_NAMES, by="--ray")
     """"local" (this process's streaming engine) or "ray" (a Ray Data pipeline: one engine and one set of
     models per actor, `docs/ray.md`); the results are the same."""
-    ray_address: str | None = None
+    ray_address: str | None = setting(
+        None,
+        "executor",
+        TEXT,
+        "run on Ray Data, one engine and one set of models per actor (docs/ray.md): on the cluster at "
+        "ADDRESS ('auto', host:port, ray://host:port), else a running local Ray or a new one",
+        spelling="--ray",
+        dest="ray",
+        metavar="ADDRESS",
+        const="",
+    )
     """The Ray cluster for executor="ray" ("auto", "host:port" or "ray://host:port"); default: a running
     local Ray, else a new one in this process."""
-    num_workers: int | None = None
+    num_workers: int | None = setting(
+        None,
+        "executor",
+        INTEGER,
+        "Ray actors (default: one per GPU/NPU of the cluster, else 2)",
+        metavar="N",
+    )
     """Ray actors (default: one per accelerator the cluster has, else 2); at most 1,024
     (`ascend_eval.models.checks.WORKERS`)."""
     context: MetricContext = field(init=False, repr=False, compare=False)
@@ -302,3 +413,13 @@ def names() -> list[str]:
 def defaults() -> dict[str, Any]:
     """Every setting's default, in order."""
     return {f.name: f.default for f in dataclasses.fields(EvaluationConfig) if f.init}
+
+
+def described() -> dict[str, Setting]:
+    """Every setting's description (`ascend_eval.setting`), in order."""
+    return {f.name: f.metadata[KEY] for f in dataclasses.fields(EvaluationConfig) if f.init}
+
+
+CALLBACKS = frozenset(name for name, described_ in described().items() if not described_.saved)
+"""Settings that only a caller in this process can give (a file or a job cannot hold a function), and the
+progress bar, which the command line's `quiet` decides."""

@@ -123,3 +123,20 @@ def test_evaluate_takes_a_config_and_settings_over_it(rule_judge):
     assert config.language == "en"
     with pytest.raises(TypeError, match="judge_modes"):
         ascend_eval.evaluate("bilingual-example", ["faithfulness"], config, judge_modes="x")
+
+
+def test_every_setting_is_described_once_on_its_field():
+    """Each field carries its group, kind, value set and flag (`ascend_eval.setting`); the command line and
+    the --config file's checks are made from these."""
+    from ascend_eval.choices import SETTING_GROUPS
+    from ascend_eval.config import described
+
+    settings = described()
+    assert list(settings) == names()
+    for name, setting in settings.items():
+        assert setting.group in SETTING_GROUPS, name
+        if setting.choices is not None:
+            assert getattr(EvaluationConfig(), name) in setting.choices, name
+        # A setting has its own flag, or names the one that sets it, or is a callback.
+        assert bool(setting.flag(name)) + bool(setting.by) + (setting.group == "callbacks") == 1, name
+    assert {name for name, setting in settings.items() if not setting.saved} == CALLBACKS

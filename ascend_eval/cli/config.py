@@ -3,7 +3,8 @@ configuration they make together, written to the run's folder as `config.yaml`.
 
 The keys are the dataset, the metrics and the settings of `EvaluationConfig` (read from its fields, so a
 setting added there is a key here without a change to this module) except its callbacks, plus the command
-line's own (`CLI_DEFAULTS`).
+line's own (`CLI_DEFAULTS`). Each value is checked for the kind its field describes (`ascend_eval.setting`,
+`kinds`), the one type schema of the settings.
 A model key (`judge`, `embedder`, `cross_encoder`) holds a string (a shipped name, a path or a URL) or a
 mapping of `ModelSpec` fields. Flags given on the command line override the file; a flag not given leaves
 the file's value (argparse defaults are None or `Unset`, so "not given" can be told from a default).
@@ -19,8 +20,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ascend_eval.config import CALLBACKS, ROLE_KEYS, defaults
+from ascend_eval.config import CALLBACKS, ROLE_KEYS, defaults, described
 from ascend_eval.models.errors import AscendEvalError, ConfigError
+from ascend_eval.setting import MODEL, NUMBER, SWITCH, Kind
 from ascend_eval.writing import write_text
 from ascend_eval.yaml_files import load_yaml
 
@@ -36,14 +38,8 @@ MODEL_KEYS = {key: role for role, key in ROLE_KEYS.items()}
 FLAGS = {"judge": "judge", "embedder": "embedder", "cross_encoder": "cross-encoder"}
 """Model keys and their flags' stem (`--cross-encoder`, `--cross-encoder-set`, ...)."""
 
-KINDS: dict[str, tuple[type, ...]] = {
-    "device": (str,),
-    "memory_budget": (float,),
-    "out": (str,),
-    "ray_address": (str,),
-    "num_workers": (int,),
-}
-"""Value types of keys whose default (None) does not tell them."""
+CLI_KINDS: dict[str, Kind] = {"max_backend_errors": NUMBER, "progress_every": NUMBER, "quiet": SWITCH}
+"""The kinds of the command line's own keys; a setting's is on its field (`ascend_eval.setting`)."""
 
 HEADER = """\
 # The effective configuration of an `ascend-eval evaluate` run: its --config file and flags merged, with
@@ -188,25 +184,23 @@ def parse_column_map(pairs: Sequence[str] | None) -> dict[str, str] | None:
     return out
 
 
-def _check(key: str, value: Any, default: Any, where: str) -> Any:
-    """`value` of `key`, checked for its type (`where` names the source in messages)."""
+def kinds() -> dict[str, Kind]:
+    """The kind of each configuration key's value but the dataset's and the metrics' (their own checks).
+
+    >>> kinds()["chunk_size"].name, kinds()["cache_dir"].name, kinds()["quiet"].name
+    ('integer', 'cache', 'switch')
+    """
+    return {**{name: s.kind for name, s in described().items() if s.saved}, **CLI_KINDS}
+
+
+def _check(key: str, value: Any, where: str) -> Any:
+    """`value` of `key`, checked for its kind (`where` names the source in messages)."""
 
     def wrong(expected: str) -> ConfigError:
         return ConfigError(f"{where}: {key}={value!r}; expected {expected}.")
 
     if value is None:
         return None
-    if key in MODEL_KEYS:
-        if isinstance(value, str):
-            return value
-        if not isinstance(value, Mapping):
-            raise wrong("a model name, path or URL, or a mapping of ModelSpec fields")
-        for field in value:
-            if field not in model_fields():
-                raise unknown(str(field), model_fields(), f"{where}: {key}: ModelSpec field")
-        if "model" not in value:
-            value = {"model": "local:default", **value}  # the role's shipped default, with these settings
-        return _compact(value)
     if key == "metrics":
         if isinstance(value, str):
             return split_values([value])
@@ -216,25 +210,21 @@ def _check(key: str, value: Any, default: Any, where: str) -> Any:
 
         metric_entries(value, f"{where}: metrics")  # a bad criterion fails here, before any model loads
         return [m for v in value for m in ((split_values([v]) or []) if isinstance(v, str) else [v])]
-    if key == "column_map":
-        if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in [*value, *value.values()]):
-            raise wrong("a mapping of our column names to your dataset's, e.g. {user_input: query}")
-        return dict(value)
-    if key == "cache_dir":
-        if value is not False and not isinstance(value, str | Path):
-            raise wrong("a folder, or false for no cache")
-        return value if value is False else str(value)
     if key == "dataset":
         if not isinstance(value, str | Path | list | Mapping):
             raise wrong("a file, a built-in name, rows or columns")
         return str(value) if isinstance(value, Path) else value
-    kinds = KINDS.get(key) or ((type(default),) if default is not None else ())
-    if float in kinds:
-        kinds = (*kinds, int)
-    if kinds and (isinstance(value, bool) != (bool in kinds) or not isinstance(value, kinds)):
-        words = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
-        raise wrong(words[kinds[0]] if kinds[0] in words else " or ".join(k.__name__ for k in kinds))
-    return value
+    kind = kinds()[key]
+    if not kind.accepts(value):
+        raise wrong(kind.expected)
+    if kind is MODEL and not isinstance(value, str):
+        for field in value:
+            if field not in model_fields():
+                raise unknown(str(field), model_fields(), f"{where}: {key}: ModelSpec field")
+        if "model" not in value:
+            value = {"model": "local:default", **value}  # the role's shipped default, with these settings
+        return _compact(value)
+    return value if kind.normal is None else kind.normal(value)
 
 
 def _compact(fields: Mapping[str, Any]) -> str | dict[str, Any]:
@@ -274,7 +264,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
     for key, value in data.items():
         if key not in defaults:
             raise unknown(str(key), list(defaults), f"--config {str(path)!r}: key")
-        out[key] = _check(key, value, defaults[key], f"--config {str(path)!r}")
+        out[key] = _check(key, value, f"--config {str(path)!r}")
     return out
 
 
@@ -360,7 +350,7 @@ def effective_config(args: argparse.Namespace) -> dict[str, Any]:
             flags[key] = getattr(args, key, None)
     for key, value in flags.items():
         if value is not None and not isinstance(value, Unset):
-            config[key] = _check(key, value, defaults[key], "the command line")
+            config[key] = _check(key, value, "the command line")
     for key in MODEL_KEYS:
         config[key] = _merge_model(config[key], args, key)
     if config["dataset"] is None:

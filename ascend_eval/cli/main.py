@@ -8,17 +8,8 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from ascend_eval.choices import (
-    BACKENDS,
-    CALIBRATION_SETTINGS,
-    JUDGE_MODES,
-    LANGUAGE_SETTINGS,
-    LAYOUT_SETTINGS,
-    SCORING_SETTINGS,
-)
 from ascend_eval.cli import compare as compare_cli
 from ascend_eval.cli import experiments as experiments_cli
 from ascend_eval.cli import jobs as jobs_cli
@@ -26,7 +17,8 @@ from ascend_eval.cli import report as report_cli
 from ascend_eval.cli import testset as testset_cli
 from ascend_eval.cli import tracing as tracing_cli
 from ascend_eval.cli.about import EVALUATE_EPILOG, MAIN_EPILOG, METRIC_NAMES, HelpFormatter, VersionAction
-from ascend_eval.cli.config import Unset, parse_column_map, parse_engine_settings, split_values
+from ascend_eval.cli.config import parse_column_map, parse_engine_settings, split_values
+from ascend_eval.cli.flags import add_setting_flags, setting_groups
 from ascend_eval.cli.process import run_command
 from ascend_eval.models.errors import AscendEvalError
 from ascend_eval.serve import cli as serve_cli
@@ -117,8 +109,10 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _add_evaluate(sub: Any) -> None:
-    """`evaluate`'s flags. Their defaults are None (or absent): a flag not given leaves the --config file's
-    value, and the effective configuration fills in evaluate()'s defaults (`ascend_eval.cli.config`)."""
+    """`evaluate`'s flags: each setting's own flag made from `EvaluationConfig` (`ascend_eval.cli.flags`),
+    in a group per setting group, and the command line's own flags beside them. Their defaults are None
+    (or an `Unset`): a flag not given leaves the --config file's value, and the effective configuration
+    fills in evaluate()'s defaults (`ascend_eval.cli.config`)."""
     ev = sub.add_parser(
         "evaluate",
         help="score a RAG dataset",
@@ -126,34 +120,37 @@ def _add_evaluate(sub: Any) -> None:
         epilog=EVALUATE_EPILOG,
         formatter_class=HelpFormatter,
     )
-    # In this order: it is the order of `evaluate --help`.
-    _add_evaluate_inputs(ev)
-    _add_evaluate_models(ev)
-    _add_evaluate_scoring(ev)
-    _add_evaluate_run(ev)
-    tracing_cli.add_trace_arguments(ev)
-    ev.set_defaults(func=_evaluate)
-
-
-def _add_evaluate_inputs(ev: argparse.ArgumentParser) -> None:
-    """`evaluate`'s dataset, settings file and metrics."""
-    ev.add_argument(
-        "data",
-        nargs="?",
-        help="a dataset file (JSON, JSONL, CSV, Parquet) or a built-in name (bilingual-example); "
-        "may come from --config instead",
-    )
     ev.add_argument(
         "--config",
         metavar="FILE",
         help="settings file (.yaml/.yml or .json) with evaluate()'s options as keys; flags given override it",
     )
-    ev.add_argument(
+    groups = setting_groups(ev)
+    _add_evaluate_inputs(groups["data"])
+    add_setting_flags(groups)
+    _add_evaluate_models(groups["models"])
+    groups["engine"].add_argument(
+        "--no-cache", action="store_true", default=None, help="neither read nor write the request cache"
+    )
+    _add_evaluate_output(groups["output"])
+    tracing_cli.add_trace_arguments(groups["output"])
+    ev.set_defaults(func=_evaluate)
+
+
+def _add_evaluate_inputs(data: Any) -> None:
+    """`evaluate`'s dataset and metrics (evaluate()'s own arguments, no settings), in the `data` group."""
+    data.add_argument(
+        "data",
+        nargs="?",
+        help="a dataset file (JSON, JSONL, CSV, Parquet) or a built-in name (bilingual-example); "
+        "may come from --config instead",
+    )
+    data.add_argument(
         "--metrics",
         nargs="+",
         help=f"metric names (or NeMo aliases), space- or comma-separated; default: all. {METRIC_NAMES}",
     )
-    ev.add_argument(
+    data.add_argument(
         "--metrics-file",
         metavar="FILE",
         help="a YAML or JSON file whose `metrics:` list holds built-in names and your own criteria and "
@@ -162,26 +159,16 @@ def _add_evaluate_inputs(ev: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_evaluate_models(ev: argparse.ArgumentParser) -> None:
-    """`evaluate`'s models: judge, embedder and cross-encoder, their runtimes and settings, the servers' key,
-    the device and its memory."""
-    ev.add_argument("--judge", help="shipped judge name, local HF directory or .gguf file, or server URL")
-    ev.add_argument("--judge-model", help="model name to send to a judge server (default: its first model)")
-    ev.add_argument(
-        "--embedder", help="shipped embedder name, sentence-transformers directory, or server URL"
+def _add_evaluate_models(models: Any) -> None:
+    """The model flags that set fields of a model's `ModelSpec` rather than a setting: the served model's
+    name, engine settings, any field, and the servers' key."""
+    models.add_argument(
+        "--judge-model", help="model name to send to a judge server (default: its first model)"
     )
-    ev.add_argument("--embedder-model", help="model name to send to an embedding server")
-    ev.add_argument("--cross-encoder", help="CrossEncoder directory or /v1/ranking server URL")
-    ev.add_argument("--cross-encoder-model", help="model name to send to a ranking server")
+    models.add_argument("--embedder-model", help="model name to send to an embedding server")
+    models.add_argument("--cross-encoder-model", help="model name to send to a ranking server")
     for role in ("judge", "embedder", "cross-encoder"):
-        ev.add_argument(
-            f"--{role}-backend",
-            default=Unset("auto"),
-            choices=BACKENDS,
-            help=f"runtime for a local {role}: torch (auto, the default) or vllm (vLLM, vllm-ascend on NPUs)",
-        )
-    for role in ("judge", "embedder", "cross-encoder"):
-        ev.add_argument(
+        models.add_argument(
             f"--{role}-engine",
             nargs="+",
             metavar="NAME=VALUE",
@@ -193,118 +180,35 @@ def _add_evaluate_models(ev: argparse.ArgumentParser) -> None:
         ("embedder", "batch_size=64, or parallelism=8 send_input_type=true for a server"),
         ("cross-encoder", "batch_size=32"),
     ):
-        ev.add_argument(
+        models.add_argument(
             f"--{role}-set",
             nargs="+",
             metavar="NAME=VALUE",
             help=f"any ModelSpec field of the {role} (decoding, endpoint or engine setting; null unsets), "
             f"e.g. {example}",
         )
-    ev.add_argument("--api-key-env", help="environment variable holding the servers' API key")
-    ev.add_argument("--device", help="auto, cpu, cuda[:N] or npu[:N]")
-    ev.add_argument(
-        "--memory-budget",
-        type=float,
-        metavar="FRACTION",
-        help="share of each NPU's or GPU's memory the local models may take together (default 0.9), split "
-        "between the vLLM engines after each torch model's reserve",
-    )
+    models.add_argument("--api-key-env", help="environment variable holding the servers' API key")
 
 
-def _add_evaluate_scoring(ev: argparse.ArgumentParser) -> None:
-    """`evaluate`'s scoring: prompt language, RAGAS compatibility, how verdicts are asked for, calibrated
-    and counted, and how prompts are laid out."""
-    ev.add_argument(
-        "--language", choices=LANGUAGE_SETTINGS, help="prompt language (default auto: per sample)"
-    )
-    ev.add_argument(
-        "--ragas-compat",
-        action=argparse.BooleanOptionalAction,
-        help="reproduce RAGAS's scores exactly, quirks included (default: off)",
-    )
-    ev.add_argument(
-        "--judge-mode",
-        choices=JUDGE_MODES,
-        help="verdicts from next-token probabilities (classify, default) or as JSON with reasons (generate)",
-    )
-    ev.add_argument(
-        "--calibration",
-        choices=CALIBRATION_SETTINGS,
-        help="calibrate classify-mode yes/no verdicts to the judge (default auto: anchored, off under "
-        "--ragas-compat or in generate mode)",
-    )
-    ev.add_argument(
-        "--scoring",
-        choices=SCORING_SETTINGS,
-        help="count verdicts as yes/no (threshold) or score by their expected value (expected); default "
-        "auto: expected, threshold under --ragas-compat or in generate mode",
-    )
-    ev.add_argument(
-        "--prompt-layout",
-        choices=LAYOUT_SETTINGS,
-        help="write each sample's texts once before the task, shared by all its requests (sample_first), "
-        "or in every prompt (task_first); default auto: sample_first in classify mode, task_first "
-        "under --ragas-compat or in generate mode",
-    )
-
-
-def _add_evaluate_run(ev: argparse.ArgumentParser) -> None:
-    """`evaluate`'s run: column names, batching, output folder, Ray, error tolerance, request cache and
-    progress."""
-    ev.add_argument("--column-map", nargs="+", metavar="OURS=THEIRS", help="e.g. user_input=query")
-    ev.add_argument(
-        "--chunk-size",
-        type=int,
-        metavar="N",
-        help="at most N requests per backend call, whose answers are cached as it returns (default 1024; "
-        "1 sends each alone)",
-    )
-    ev.add_argument(
-        "--dedupe",
-        action=argparse.BooleanOptionalAction,
-        help="run identical requests once (default: on; --no-dedupe only to measure what it saves)",
-    )
-    ev.add_argument(
-        "--out",
-        help="folder for samples.jsonl (written as samples are scored), results.json, scores.csv, "
-        "summary.json, report.html and config.yaml (required; or in --config)",
-    )
-    ev.add_argument(
-        "--ray",
-        nargs="?",
-        const="",
-        metavar="ADDRESS",
-        help="run on Ray Data, one engine and one set of models per actor (docs/ray.md): on the cluster at "
-        "ADDRESS ('auto', host:port, ray://host:port), else a running local Ray or a new one",
-    )
-    ev.add_argument(
-        "--num-workers",
-        type=int,
-        metavar="N",
-        help="Ray actors (default: one per GPU/NPU of the cluster, else 2)",
-    )
-    ev.add_argument(
-        "--max-backend-errors",
-        type=float,
-        metavar="FRACTION",
-        help="exit 3 when more than this share of scores failed in a backend (default 0.1); "
-        "a metric with no score at all exits 3 too. Results are saved either way",
-    )
-    ev.add_argument(
-        "--cache-dir", type=Path, help="request cache folder (default ~/.cache/ascend-eval/requests)"
-    )
-    ev.add_argument(
-        "--no-cache", action="store_true", default=None, help="neither read nor write the request cache"
-    )
-    ev.add_argument(
+def _add_evaluate_output(output: Any) -> None:
+    """The command line's own keys (`CLI_DEFAULTS`): progress on the terminal or in a log, and the exit
+    status's error tolerance."""
+    output.add_argument(
         "-q", "--quiet", action=argparse.BooleanOptionalAction, help="no progress bar or round stats"
     )
-    ev.add_argument(
+    output.add_argument(
         "--progress-every",
         type=float,
         metavar="SECONDS",
         help="where stderr is not a terminal (a log, a pipe): print a progress line this often (default 2); "
         "while nothing moves, one every 10 s at most",
+    )
+    output.add_argument(
+        "--max-backend-errors",
+        type=float,
+        metavar="FRACTION",
+        help="exit 3 when more than this share of scores failed in a backend (default 0.1); "
+        "a metric with no score at all exits 3 too. Results are saved either way",
     )
 
 

@@ -22,8 +22,8 @@ EXPORTERS = ("console", "otlp")
 OTLP_PACKAGE = "opentelemetry-exporter-otlp-proto-http"
 
 
-def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add `--trace [content]` and `--trace-exporter console|otlp` to a subcommand's parser.
+def add_trace_arguments(parser: Any) -> None:
+    """Add `--trace [content]` and `--trace-exporter console|otlp` to a subcommand's parser or group.
 
     >>> p = argparse.ArgumentParser()
     >>> add_trace_arguments(p)
