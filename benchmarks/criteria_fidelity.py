@@ -83,9 +83,15 @@ def _groups(pairs: list[dict[str, Any]], metrics: dict[str, UserMetric]) -> list
 
 
 def score_ours(
-    pairs: list[dict[str, Any]], metrics: dict[str, UserMetric], judge: Any, cache: Any
+    pairs: list[dict[str, Any]],
+    metrics: dict[str, UserMetric],
+    judge: Any,
+    cache: Any,
+    judge_mode: str = "classify",
 ) -> dict[str, dict[str, int]]:
-    """Each pair's "ours": expected scores and argmax labels of its members, [better, worse] each.
+    """Each pair's "ours": expected scores and argmax labels of its members, [better, worse] each. In the
+    generate judge mode ("ours_generate"), the judge writes a reason, then its verdict or level (greedy:
+    the most probable label after the reason), so both readings are that label.
     Returns each metric's samples and the requests its plans asked for (cache hits included), by prompt."""
     asked: dict[str, dict[str, int]] = {}
     for metric, group in _groups(pairs, metrics):
@@ -94,7 +100,7 @@ def score_ours(
         started = time.perf_counter()
         samples = [shown(p[k], metric) for k in ("better", "worse") for p in group]
         result = ascend_eval.evaluate(
-            samples, [metric], judge=judge, cache_dir=cache, judge_mode="classify", scoring="expected",
+            samples, [metric], judge=judge, cache_dir=cache, judge_mode=judge_mode, scoring="expected",
             progress=False,
         )  # fmt: skip
         results = result.results[metric.name]
@@ -103,6 +109,11 @@ def score_ours(
         n = len(group)
         for i, pair in enumerate(group):
             better, worse = results[i], results[n + i]
+            if judge_mode == "generate":
+                labels = [better.score, worse.score]
+                reasons = [r.details.get("reasons") for r in (better, worse)]
+                pair["ours_generate"] = {"score": labels, "label": labels, "reasons": reasons}
+                continue
             pair["ours"] = {
                 "score": [better.score, worse.score],
                 "label": [b.details.get(key, math.nan) for b in (better, worse)],
@@ -240,6 +251,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metrics", nargs="*", help="only these metrics of the file")
     parser.add_argument("--ragas", action="store_true", help="also score RAGAS 0.4.3 on the same server")
     parser.add_argument(
+        "--judge-mode", choices=("classify", "generate"), default="classify",
+        help="ours in classify mode (expected score and argmax label) or generate mode (reason, then label)",
+    )  # fmt: skip
+    parser.add_argument(
         "--anchors", action="store_true",
         help=f"give each criterion its anchors from {ANCHORS_FILE.name} (RAGAS: as few-shot examples)",
     )  # fmt: skip
@@ -265,12 +280,20 @@ def main(argv: list[str] | None = None) -> int:
         if judge.startswith("http"):
             judge = ModelSpec(model=judge, role="judge", request_timeout=args.request_timeout)
         before, started = _counters(args.judge), time.perf_counter()
-        tokens["requests"] = score_ours(pairs, metrics, resolve(judge, "judge"), args.cache_dir)
-        tokens["ours"] = {
+        generate = args.judge_mode == "generate"
+        tool = "ours_generate" if generate else "ours"
+        tokens["requests"] = score_ours(
+            pairs, metrics, resolve(judge, "judge"), args.cache_dir, args.judge_mode
+        )
+        tokens[tool] = {
             "seconds": time.perf_counter() - started,
             **(counter_delta(before, _counters(args.judge)) or {}),
         }
-        rows += accuracy(pairs, "ours", "score") + accuracy(pairs, "ours", "label")
+        rows += (
+            accuracy(pairs, tool, "label")
+            if generate
+            else (accuracy(pairs, "ours", "score") + accuracy(pairs, "ours", "label"))
+        )
     if args.ragas:
         from benchmarks.ragas_side import Counts, server_llm
         from benchmarks.server import counter_delta
