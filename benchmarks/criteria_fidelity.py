@@ -100,7 +100,8 @@ def score_ours(
         started = time.perf_counter()
         samples = [shown(p[k], metric) for k in ("better", "worse") for p in group]
         result = ascend_eval.evaluate(
-            samples, [metric], judge=judge, cache_dir=cache, judge_mode=judge_mode, scoring="expected",
+            samples, [metric], judge=judge, cache_dir=cache, judge_mode=judge_mode,
+            scoring="expected" if judge_mode == "classify" else "threshold",
             progress=False,
         )  # fmt: skip
         results = result.results[metric.name]
