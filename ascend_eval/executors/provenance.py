@@ -51,7 +51,7 @@ def devices(models: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         entry: dict[str, Any] = {"device": device.describe(), "dtype": precision.dtype}
         entry["dtype_reason"] = precision.reason
         share = getattr(getattr(runtime, "config", None), "gpu_memory_utilization", None)
-        if share is not None and device.type != "cpu":
+        if share is not None and device.platform.accelerator:
             entry["gpu_memory_utilization"] = share
         out[role] = entry
     return out

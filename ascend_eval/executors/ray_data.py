@@ -60,6 +60,7 @@ from ascend_eval.models.device import DEVICE_ENV
 from ascend_eval.models.errors import AscendEvalError, ConfigError, DataError, MissingDependencyError
 from ascend_eval.models.factory import JUDGE_PARALLELISM, spec_for
 from ascend_eval.models.http import EndpointConfig
+from ascend_eval.models.platforms import ACCELERATORS, CPU, cluster_platform, platform_for
 from ascend_eval.models.spec import ModelSpec
 from ascend_eval.results import EvaluationResult
 from ascend_eval.results.records import ScoredSample
@@ -321,14 +322,14 @@ def placement_of(models: Mapping[str, Any], requested: str, resources: Mapping[s
             continue
         device = (spec.device or requested).split(":")[0]
         if device == "auto":
-            device = "npu" if resources.get("NPU") else "cuda" if resources.get("GPU") else "cpu"
+            device = cluster_platform(resources).name
         kinds.add(device)
-    for kind in ("npu", "cuda"):
-        if kind in kinds:
-            if len(kinds - {"cpu"}) > 1:
+    for platform in ACCELERATORS:
+        if platform.name in kinds:
+            if len(kinds - {CPU.name}) > 1:
                 raise ConfigError(f"The models ask for NPUs and GPUs ({sorted(kinds)}); choose one device.")
-            return kind
-    return "cpu"
+            return platform.name
+    return CPU.name
 
 
 def default_workers(ray: Any, placement: str) -> int:
@@ -338,8 +339,9 @@ def default_workers(ray: Any, placement: str) -> int:
     node uses every node's request cache; two on a single machine let its Python side (prompts, parsing,
     cache) run on two cores."""
     resources = ray.cluster_resources()
-    if placement != "cpu":
-        return max(1, int(resources.get("NPU" if placement == "npu" else "GPU", 0)))
+    platform = platform_for(placement)
+    if platform.accelerator:
+        return max(1, int(resources.get(platform.ray_resource, 0)))
     nodes = sum(1 for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0)
     return max(1, nodes, min(2, int(resources.get("CPU", 1))))
 
@@ -348,11 +350,9 @@ def actor_resources(ray: Any, placement: str, workers: int, num_cpus: float) -> 
     """Each actor's reservation; a cluster that cannot hold `workers` of them is a ConfigError now rather
     than a run that waits for ever."""
     resources = ray.cluster_resources()
-    name, need, remote = {
-        "cuda": ("GPU", 1.0, {"num_gpus": 1}),
-        "npu": ("NPU", 1.0, {"resources": {"NPU": 1}}),
-        "cpu": ("CPU", num_cpus, {"num_cpus": num_cpus}),
-    }[placement]
+    platform = platform_for(placement)
+    name = platform.ray_resource
+    need, remote = platform.ray_actor(num_cpus)
     have = resources.get(name, 0)
     if workers * need > have + 1e-9:
         raise ConfigError(

@@ -91,7 +91,7 @@ def test_malformed_choices(spec, no_npu):
         resolve_device(spec)
 
 
-def test_torch_npu_is_imported_only_by_the_seam():
+def test_torch_npu_is_imported_only_by_the_npu_platform():
     imports = re.compile(
         r"^\s*(import torch_npu|from torch_npu)|import_module\(\"torch_npu\"\)", re.MULTILINE
     )
@@ -101,4 +101,4 @@ def test_torch_npu_is_imported_only_by_the_seam():
         for p in (REPO / folder).rglob("*.py")
         if imports.search(p.read_text(encoding="utf-8"))
     )
-    assert importing == ["models/device.py"]
+    assert importing == ["models/platforms/npu.py"]

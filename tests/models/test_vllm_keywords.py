@@ -24,6 +24,7 @@ from ascend_eval.models import vllm_runtime
 from ascend_eval.models.base import ClassifyRequest, GenerateRequest, GenerationParams, Message
 from ascend_eval.models.device import DeviceInfo, Precision
 from ascend_eval.models.errors import ConfigError
+from ascend_eval.models.platforms import npu as npu_platform
 from ascend_eval.models.vllm_runtime import CUDA_ROW, NPU_ROW, VllmEngineConfig, start_engine
 from tests.models.standins import StandinNpu, StandinVllm
 
@@ -186,14 +187,14 @@ def test_old_vllm_ascend_releases_are_met_honestly(
     monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
     vllm = StandinVllm("npu").install(monkeypatch)
     config = VllmEngineConfig(tmp_path, device="npu:0", kv_cache_memory_bytes=1 << 30)
-    monkeypatch.setattr(vllm_runtime, "ascend_version", lambda: "0.18.0")
+    monkeypatch.setattr(npu_platform, "ascend_version", lambda: "0.18.0")
     with pytest.raises(
         ConfigError, match=r"kv_cache_memory_bytes=1073741824 is ignored by vllm-ascend 0.18.0"
     ):
         start_engine(config, "test")
     sampling: Any = vllm.modules["vllm"].SamplingParams
     assert not vllm_runtime.label_logprobs_supported(sampling)
-    monkeypatch.setattr(vllm_runtime, "ascend_version", lambda: "0.23.0")
+    monkeypatch.setattr(npu_platform, "ascend_version", lambda: "0.23.0")
     assert vllm_runtime.label_logprobs_supported(sampling)
     start_engine(config, "test")
     standin_npu.soc = "Ascend310P3"

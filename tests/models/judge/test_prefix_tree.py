@@ -17,7 +17,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ascend_eval.models import device as device_module  # noqa: E402
 from ascend_eval.models.base import (  # noqa: E402
     ClassifyRequest,
     GenerateRequest,
@@ -27,6 +26,8 @@ from ascend_eval.models.base import (  # noqa: E402
 from ascend_eval.models.device import DeviceInfo, cpu_supports_bf16  # noqa: E402
 from ascend_eval.models.judge.torch import TorchJudge, TorchJudgeConfig  # noqa: E402
 from ascend_eval.models.judge.torch.plan import KvOps, PrefixTree  # noqa: E402
+from ascend_eval.models.platforms import cpu as cpu_platform  # noqa: E402
+from ascend_eval.models.platforms import interface as platform_interface  # noqa: E402
 
 PREAMBLE = (
     "You grade answers against their context. Read the question, the context and the answer, then do "
@@ -232,9 +233,9 @@ def test_cpu_bf16_detection_reads_the_flags() -> None:
 
 
 def test_auto_dtype_follows_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(device_module, "cpu_supports_bf16", lambda: True)
+    monkeypatch.setattr(cpu_platform, "cpu_supports_bf16", lambda: True)
     assert DeviceInfo("cpu").default_dtype == "bfloat16"
-    monkeypatch.setattr(device_module, "cpu_supports_bf16", lambda: False)
+    monkeypatch.setattr(cpu_platform, "cpu_supports_bf16", lambda: False)
     assert DeviceInfo("cpu").default_dtype == "float32"
 
 
@@ -251,7 +252,7 @@ def test_accelerators_are_asked(monkeypatch: pytest.MonkeyPatch) -> None:
         cuda=SimpleNamespace(get_device_capability=lambda index=0: (7, 0)),
         npu=SimpleNamespace(is_bf16_supported=lambda: True, get_device_name=lambda index=0: "Ascend910B3"),
     )
-    monkeypatch.setattr(device_module, "_torch", lambda: fake)
+    monkeypatch.setattr(platform_interface, "torch_module", lambda: fake)
     assert DeviceInfo("cuda", 0).default_dtype == "float16"  # a V100: no native bfloat16
     assert DeviceInfo("npu", 0).default_dtype == "bfloat16"
     fake.npu.is_bf16_supported = fails
