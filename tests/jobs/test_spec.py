@@ -10,7 +10,7 @@ import pytest
 
 from ascend_eval.jobs import JobSpec, load_spec
 from ascend_eval.jobs.datasets import inline_rows, truncate_contexts
-from ascend_eval.jobs.runtimes import ModelFactory
+from ascend_eval.jobs.runtimes import JobModels
 from ascend_eval.jobs.spec import ModelRef
 from ascend_eval.models.errors import ConfigError, DataError
 from ascend_eval.models.http import endpoint_base
@@ -186,7 +186,7 @@ def test_seed_urls_become_the_base_urls_our_clients_take(url, base):
 
 
 def test_model_refs_become_model_specs(secrets):
-    models = ModelFactory(secrets, device="cpu")
+    models = JobModels(secrets, device="cpu")
     secrets.set("judge-api-key", "sk-test", endpoints=["https://integrate.api.nvidia.com"])
     remote = ModelRef(url="https://integrate.api.nvidia.com/v1/chat/completions", name="meta/llama",
                       api_key_secret="judge-api-key")  # fmt: skip
