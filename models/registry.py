@@ -71,16 +71,21 @@ def register(role: Role, backend: str) -> Callable[[B], B]:
 
     def add(build: B) -> B:
         known = _BUILDERS.get((role, backend))
-        if known is not None and _name(known) != _name(build):  # the same one, its module reloaded: fine
-            raise ValueError(f"({role!r}, {backend!r}) is already built by {_name(known)}.")
-        _BUILDERS[(role, backend)] = build
+        if known is not None and _where(known) != _where(build):
+            raise ValueError(
+                f"({role!r}, {backend!r}) is already built by {known.__module__}.{known.__qualname__}."
+            )
+        # The same function from the same file is the same builder, its module imported again (reloaded,
+        # or under another name, as doctest collection does): the first stays, with the classes it uses.
+        _BUILDERS.setdefault((role, backend), build)
         return build
 
     return add
 
 
-def _name(build: Builder) -> str:
-    return f"{build.__module__}.{build.__qualname__}"
+def _where(build: Builder) -> tuple[str, str]:
+    code = getattr(build, "__code__", None)
+    return (code.co_filename if code else build.__module__), build.__qualname__
 
 
 def registered() -> Mapping[tuple[Role, str], Builder]:
