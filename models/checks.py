@@ -86,6 +86,22 @@ def model_path(value: Any) -> Path:
     return Path(value)
 
 
+def check_model_dir(model: Path, *, what: str) -> Path:
+    """Resolve `model` and check it looks like a local transformers / sentence-transformers directory."""
+    path = Path(model).expanduser()
+    if not path.is_dir():
+        raise ConfigError(
+            f"{what} model={str(model)!r} is not a local directory (there is no model hub here). Pass the "
+            "directory of a saved model, e.g. ascend_eval.models.weights.shipped.minilm_path()."
+        )
+    if not (path / "config.json").is_file() and not (path / "modules.json").is_file():
+        raise ConfigError(
+            f"{what} model={str(model)!r} has neither config.json nor modules.json, so it is not a saved "
+            "transformers or sentence-transformers model. Point it at the directory that holds them."
+        )
+    return path.resolve()
+
+
 def device_spec(value: Any) -> None:
     """Raise ConfigError unless `value` is None or a string (the device seam parses it)."""
     if value is not None and not isinstance(value, str):

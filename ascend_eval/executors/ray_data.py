@@ -58,8 +58,9 @@ from ascend_eval.executors.ray_actor import (
 from ascend_eval.metrics import Metric, MetricResult, resolve_metrics
 from ascend_eval.models.device import DEVICE_ENV
 from ascend_eval.models.errors import AscendEvalError, ConfigError, DataError, MissingDependencyError
-from ascend_eval.models.factory import JUDGE_PARALLELISM, spec_for
+from ascend_eval.models.factory import spec_for
 from ascend_eval.models.http import EndpointConfig
+from ascend_eval.models.judge.openai import JUDGE_PARALLELISM
 from ascend_eval.models.platforms import ACCELERATORS, CPU, cluster_platform, platform_for
 from ascend_eval.models.spec import ModelSpec
 from ascend_eval.results import EvaluationResult

@@ -17,7 +17,7 @@ from typing import Any
 from ascend_eval.data import Column, Dataset, Sample, load_dataset, validate
 from ascend_eval.data.stream import open_samples
 from ascend_eval.jobs.datasets import job_source, truncate_contexts
-from ascend_eval.jobs.runtimes import ModelFactory
+from ascend_eval.jobs.runtimes import JobModels
 from ascend_eval.jobs.secrets import SecretStore, check_spec_secrets
 from ascend_eval.jobs.spec import JobSpec
 from ascend_eval.metrics import resolve_metrics
@@ -129,35 +129,30 @@ def execute(
         [m.name for m in metrics],
     )
 
-    models = ModelFactory(secrets)
-    try:
-        # Built (endpoints checked, secrets resolved) before any model loads: local ones load on first use.
-        # On Ray each actor builds its own models from the specs.
-        judge_of: Any = models.judge_spec if spec.executor.type == "ray" else models.judge
-        embedder_of: Any = models.embedder_spec if spec.executor.type == "ray" else models.embedder
-        judge = judge_of(params.judge_llm) if params.judge_llm else None
-        embedder = embedder_of(params.judge_embeddings.model) if params.judge_embeddings else None
-        if fill:
-            source = _run_pipeline(spec, source, found.corpus, models, cache_dir, report)
-        total = count * len(metrics)
-        report({"stage": "evaluating", "scores_total": total, "scores_done": 0})
-        on_round, on_progress = round_progress(total, report)
-        result = evaluate(
-            source,
-            metrics,
-            judge=judge,
-            embedder=embedder,
-            cache_dir=cache_dir,
-            progress=False,
-            on_round=on_round,
-            on_progress=on_progress,
-            executor=spec.executor.type,
-            ray_address=spec.executor.address,
-            num_workers=spec.executor.num_workers,
-            out=out,
-        )
-    finally:
-        models.close()
+    models = JobModels(secrets)
+    # Specs, checked now (secrets resolved, local paths allowed): evaluate builds them through the model
+    # registry within the run's memory budget, here or in each Ray actor; local ones load on first use.
+    judge = models.judge_spec(params.judge_llm) if params.judge_llm else None
+    embedder = models.embedder_spec(params.judge_embeddings.model) if params.judge_embeddings else None
+    if fill:
+        source = _run_pipeline(spec, source, found.corpus, models, cache_dir, report)
+    total = count * len(metrics)
+    report({"stage": "evaluating", "scores_total": total, "scores_done": 0})
+    on_round, on_progress = round_progress(total, report)
+    result = evaluate(
+        source,
+        metrics,
+        judge=judge,
+        embedder=embedder,
+        cache_dir=cache_dir,
+        progress=False,
+        on_round=on_round,
+        on_progress=on_progress,
+        executor=spec.executor.type,
+        ray_address=spec.executor.address,
+        num_workers=spec.executor.num_workers,
+        out=out,
+    )
     report({"stage": "done", "scores_done": total})
     return result
 
@@ -166,7 +161,7 @@ def _run_pipeline(
     spec: JobSpec,
     dataset: Dataset,
     corpus: list[dict[str, str]] | None,
-    models: ModelFactory,
+    models: JobModels,
     cache_dir: Path,
     report: Report,
 ) -> Dataset:
@@ -195,7 +190,8 @@ def _run_pipeline(
             "(ascend_eval.pipeline). Give contexts and answers in the data."
         ) from e
     from ascend_eval.engine import RequestCache
-    from ascend_eval.executors.local import CACHE_FILE
+    from ascend_eval.executors.local import CACHE_FILE, close_built
+    from ascend_eval.models.factory import resolve_models
 
     settings: dict[str, Any] = {"top_k": spec.metric_params.top_k}
     if spec.metric_params.truncate_long_documents:
@@ -221,17 +217,20 @@ def _run_pipeline(
         no_answers,
         config,
     )
-    with RequestCache(cache_dir / CACHE_FILE) as cache:
-        samples = build_rag_samples(
-            dataset,
-            corpus=corpus,
-            config=config,
-            embedder=models.embedder(retriever.embedding_model) if retriever else None,
-            generator=models.generator(spec.model) if spec.model else None,
-            reranker=models.reranker(retriever.reranker_model)
-            if retriever and retriever.reranker_model
-            else None,
-            cache=cache,
-            progress=progress,
-        )
+    # Built through the registry within one memory budget, and closed before the evaluation's models load.
+    built = resolve_models(dict(models.pipeline_specs(spec)))
+    try:
+        with RequestCache(cache_dir / CACHE_FILE) as cache:
+            samples = build_rag_samples(
+                dataset,
+                corpus=corpus,
+                config=config,
+                embedder=built.get("embedder"),
+                generator=built.get("judge"),
+                reranker=built.get("reranker"),
+                cache=cache,
+                progress=progress,
+            )
+    finally:
+        close_built(built, set())
     return dataset.with_samples(samples)

@@ -1,5 +1,5 @@
-"""Model runtimes for a job spec's models: each model reference, with the spec's timeouts and resolved
-secrets, becomes a `ModelSpec` that `ascend_eval.models.factory.build` builds.
+"""The models of a job spec: each model reference, with the spec's timeouts and resolved secrets, becomes
+a `ModelSpec`, which the evaluation and the RAG pipeline build through `ascend_eval.models.factory`.
 
 A spec `url` is either
 * an `http(s)://` URL: NeMo writes the endpoint's full path (`.../v1/chat/completions`, `.../v1/ranking`);
@@ -21,9 +21,8 @@ from typing import Any
 from ascend_eval.jobs.datasets import DATA_DIRS_ENV, data_dirs
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import JobSpec, JudgeLLM, ModelRef, RetrieverModel
-from ascend_eval.models.base import Embedder, Judge, Reranker, Role
+from ascend_eval.models.base import Role
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.models.factory import build, tuned
 from ascend_eval.models.http import is_url
 from ascend_eval.models.spec import INFERENCE_FIELDS, ModelSpec
 
@@ -77,10 +76,10 @@ def check_local_models(spec: JobSpec, roots: Sequence[Path] | None) -> None:
         check_local_model(ref.url, f"{field}.url", roots)
 
 
-class ModelFactory:
-    """Builds each spec model once: the same local model named twice (judge and RAG model) loads once.
-
-    Every runtime it builds is closed by `close()`.
+class JobModels:
+    """The `ModelSpec`s of a job spec's models, unbuilt: `evaluate` builds the judge and its embedder
+    (here or in each Ray actor), and the RAG pipeline its own, each through
+    `ascend_eval.models.factory.resolve_models`, so one memory budget covers the models that run together.
 
     Args:
         secrets: where `api_key_secret` names are looked up.
@@ -90,14 +89,9 @@ class ModelFactory:
     def __init__(self, secrets: SecretStore, device: str | None = None) -> None:
         self.secrets = secrets
         self.device = device
-        self._built: dict[ModelSpec, Any] = {}
-
-    def judge(self, settings: JudgeLLM) -> Judge:
-        """The judge LLM, with the spec's timeouts, retries, parallelism and inference params."""
-        return self._get(self.judge_spec(settings))  # type: ignore[no-any-return]
 
     def judge_spec(self, settings: JudgeLLM) -> ModelSpec:
-        """The judge's `ModelSpec`, unbuilt: what a Ray job hands its actors, which build it themselves."""
+        """The judge's spec, with the job's timeouts, retries, parallelism and inference params."""
         params = settings.inference_params.model_dump() if settings.inference_params else {}
         return self.spec(
             settings.model,
@@ -109,21 +103,25 @@ class ModelFactory:
         )
 
     def embedder_spec(self, ref: RetrieverModel) -> ModelSpec:
+        """An embedder's spec; NIM's `input_type` is sent where the model's format is "nim"."""
         return self.spec(ref, "embedder", send_input_type=ref.format == "nim")
 
-    def generator(self, ref: ModelRef) -> Judge:
-        """The RAG model that writes answers."""
-        return self._get(self.spec(ref, "judge"))  # type: ignore[no-any-return]
-
-    def embedder(self, ref: RetrieverModel) -> Embedder:
-        return self._get(self.embedder_spec(ref))  # type: ignore[no-any-return]
-
-    def reranker(self, ref: RetrieverModel) -> Reranker:
-        return self._get(self.spec(ref, "reranker"))  # type: ignore[no-any-return]
+    def pipeline_specs(self, spec: JobSpec) -> dict[Role, ModelSpec]:
+        """The RAG pipeline's models by role: the generator (the spec's `model`) as the judge, and the
+        retriever's embedder and reranker; those the spec names."""
+        specs: dict[Role, ModelSpec] = {}
+        if spec.model is not None:
+            specs["judge"] = self.spec(spec.model, "judge")
+        retriever = spec.retriever_pipeline
+        if retriever is not None:
+            specs["embedder"] = self.embedder_spec(retriever.embedding_model)
+            if retriever.reranker_model is not None:
+                specs["reranker"] = self.spec(retriever.reranker_model, "reranker")
+        return specs
 
     def spec(self, ref: ModelRef, role: Role, **settings: Any) -> ModelSpec:
         """The `ModelSpec` of `ref` for `role`: endpoint settings and the secret's location for a URL;
-        for a local model the factory's device, with the endpoint settings left out (and logged).
+        for a local model `device`, with the endpoint settings left out (and logged).
 
         Raises:
             ConfigError: the secret is not set, or not bound to the URL's origin (nothing is sent).
@@ -133,13 +131,13 @@ class ModelFactory:
         if is_url(ref.url):
             key = {}
             if ref.api_key_secret:
-                # Checked here as well as up front (`check_spec_secrets`): every model is built from here.
+                # Checked here as well as up front (`check_spec_secrets`): every model's spec is made here.
                 secret = self.secrets.for_endpoint(ref.api_key_secret, ref.url, f"the {role}'s url")
                 key = secret.endpoint_kwargs()
             return ModelSpec(
                 model=ref.url, role=role, served_model_name=ref.name, **key, **given, **inference
             )
-        # Checked here as well as when a REST job is made: every model is built from here.
+        # Checked here as well as when a REST job is made: every model's spec is made here.
         check_local_model(ref.url, f"the {role}'s url", data_dirs())
         given.pop("send_input_type", None)  # NIM's embedding field means nothing to a local model
         unused = (["api_key_secret"] if ref.api_key_secret else []) + sorted(given)
@@ -147,18 +145,3 @@ class ModelFactory:
             # Harmless (a spec written for endpoints, pointed at a local model) but worth a line in the log.
             logger.info("%s %s is local: %s do not apply", role, ref.url, ", ".join(unused))
         return ModelSpec(model=ref.url, role=role, device=self.device, **inference)
-
-    def _get(self, spec: ModelSpec) -> Any:
-        # One runtime per model, whatever the decoding overrides: a local judge that is also the RAG
-        # model loads its weights once.
-        base = spec.model_copy(update=dict.fromkeys(INFERENCE_FIELDS))
-        if base not in self._built:
-            self._built[base] = build(base)
-        return tuned(self._built[base], spec)
-
-    def close(self) -> None:
-        for backend in self._built.values():
-            close = getattr(backend, "close", None)
-            if close is not None:
-                close()
-        self._built.clear()

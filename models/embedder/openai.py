@@ -15,6 +15,8 @@ from numpy.typing import NDArray
 from ascend_eval.models.base import EmbedKind
 from ascend_eval.models.endpoint_model import EndpointEmbedder, in_index_order, listed, vector_rows
 from ascend_eval.models.http import EndpointConfig
+from ascend_eval.models.registry import endpoint_config, register
+from ascend_eval.models.spec import ModelSpec
 
 
 class OpenAIEmbedder(EndpointEmbedder, route="/embeddings", asks_for="embedding"):
@@ -66,4 +68,10 @@ def _vector(item: dict[str, Any]) -> list[float]:
     return vector
 
 
-__all__ = ["EndpointConfig", "OpenAIEmbedder"]
+@register("embedder", "openai")
+def build_openai_embedder(spec: ModelSpec) -> OpenAIEmbedder:
+    """An embedder on an OpenAI-compatible server (NIM's `input_type` sent where the spec asks for it)."""
+    return OpenAIEmbedder(endpoint_config(spec), send_input_type=spec.send_input_type)
+
+
+__all__ = ["EndpointConfig", "OpenAIEmbedder", "build_openai_embedder"]

@@ -18,30 +18,24 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ascend_eval.models.base import EmbedKind
-from ascend_eval.models.checks import BATCH_SIZE, device_spec, embed_texts, model_path, positive_int
+from ascend_eval.models.checks import (
+    BATCH_SIZE,
+    check_model_dir,
+    device_spec,
+    embed_texts,
+    model_path,
+    positive_int,
+)
 from ascend_eval.models.device import Precision, resolve_device
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
+from ascend_eval.models.lazy import LazyEmbedder
+from ascend_eval.models.registry import lazy_local, register
+from ascend_eval.models.spec import ModelSpec
 from ascend_eval.models.weights.paths import local_model_id
 
 logger = logging.getLogger(__name__)
 
 _DOCUMENT_PROMPT_NAMES = ("document", "passage")
-
-
-def check_model_dir(model: Path, *, what: str) -> Path:
-    """Resolve `model` and check it looks like a local transformers / sentence-transformers directory."""
-    path = Path(model).expanduser()
-    if not path.is_dir():
-        raise ConfigError(
-            f"{what} model={str(model)!r} is not a local directory (there is no model hub here). Pass the "
-            "directory of a saved model, e.g. ascend_eval.models.weights.shipped.minilm_path()."
-        )
-    if not (path / "config.json").is_file() and not (path / "modules.json").is_file():
-        raise ConfigError(
-            f"{what} model={str(model)!r} has neither config.json nor modules.json, so it is not a saved "
-            "transformers or sentence-transformers model. Point it at the directory that holds them."
-        )
-    return path.resolve()
 
 
 def import_sentence_transformers() -> Any:
@@ -229,3 +223,9 @@ class TorchEmbedder:
             normalize_embeddings=True,
         )
         return np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), self.dim)
+
+
+@register("embedder", "torch")
+def build_torch_embedder(spec: ModelSpec) -> LazyEmbedder:
+    """A local embedder on the torch runtime, loaded on its first request."""
+    return lazy_local(spec, LazyEmbedder, TorchEmbedderConfig, TorchEmbedder)

@@ -17,6 +17,8 @@ from numpy.typing import NDArray
 from ascend_eval.models.base import EmbedKind
 from ascend_eval.models.endpoint_model import EndpointEmbedder, vector_rows
 from ascend_eval.models.http import EndpointConfig
+from ascend_eval.models.registry import register, tei_config
+from ascend_eval.models.spec import ModelSpec
 from ascend_eval.models.tei_api import DEFAULT_BATCH, TEIModel
 
 
@@ -65,4 +67,11 @@ def parse_embed(data: Any) -> NDArray[np.float32]:
     return vector_rows(data)
 
 
-__all__ = ["TEIEmbedder", "parse_embed"]
+@register("embedder", "tei")
+def build_tei_embedder(spec: ModelSpec) -> TEIEmbedder:
+    """An embedder on text-embeddings-inference's native `/embed` route."""
+    config, batch = tei_config(spec)
+    return TEIEmbedder(config, batch_size=batch)
+
+
+__all__ = ["TEIEmbedder", "build_tei_embedder", "parse_embed"]

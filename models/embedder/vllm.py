@@ -19,13 +19,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ascend_eval.models.base import EmbedKind
-from ascend_eval.models.checks import embed_texts, positive_int
-from ascend_eval.models.embedder.sentence_transformers import check_model_dir, resolve_prompts
+from ascend_eval.models.checks import check_model_dir, embed_texts, positive_int
+from ascend_eval.models.embedder.sentence_transformers import resolve_prompts
 from ascend_eval.models.errors import BackendError, ConfigError
+from ascend_eval.models.lazy import LazyEmbedder
+from ascend_eval.models.registry import lazy_local, register
+from ascend_eval.models.spec import ModelSpec
 from ascend_eval.models.vllm_runtime import VllmEngineConfig, load_tokenizer, start_engine, stop_engine
 from ascend_eval.models.weights.paths import local_model_id
 
-__all__ = ["VllmEmbedder", "VllmEmbedderConfig"]
+__all__ = ["VllmEmbedder", "VllmEmbedderConfig", "build_vllm_embedder"]
 
 logger = logging.getLogger(__name__)
 
@@ -150,3 +153,9 @@ class VllmEmbedder:
         llm = self.__dict__.pop("llm", None)
         if llm is not None:
             stop_engine(llm, self.device)
+
+
+@register("embedder", "vllm")
+def build_vllm_embedder(spec: ModelSpec) -> LazyEmbedder:
+    """A local embedder on the vLLM engine, loaded on its first request."""
+    return lazy_local(spec, LazyEmbedder, VllmEmbedderConfig, VllmEmbedder, vllm=True)

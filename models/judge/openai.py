@@ -30,6 +30,8 @@ from ascend_eval.models.base import (
 from ascend_eval.models.endpoint_model import EndpointModel
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.http import EndpointConfig, EndpointError
+from ascend_eval.models.registry import endpoint_config, register
+from ascend_eval.models.spec import ModelSpec
 
 ClassifyMode = Literal["logprobs", "text"]
 
@@ -334,4 +336,25 @@ def _parse_top_logprobs(data: dict[str, Any]) -> _TopLogprobs:
     return _TopLogprobs(candidates, prompt_tokens)
 
 
-__all__ = ["ClassifyMode", "EndpointConfig", "EndpointError", "OpenAIJudge", "label_probs"]
+JUDGE_PARALLELISM = 128
+"""Judge requests in flight at one server by default: enough to keep a GPU or NPU server's continuous
+batch full (vLLM's default max_num_seqs is 256 on GPUs); the congestion gate backs off on 429/503, on
+timeouts and on answers slower than half the request timeout."""
+
+
+@register("judge", "openai")
+def build_openai_judge(spec: ModelSpec) -> OpenAIJudge:
+    """A judge on an OpenAI-compatible server, with vLLM's own loop guard where the server is vLLM (asked
+    once, before the first generation)."""
+    return OpenAIJudge(endpoint_config(spec, parallelism=JUDGE_PARALLELISM), loop_guard=None)
+
+
+__all__ = [
+    "JUDGE_PARALLELISM",
+    "ClassifyMode",
+    "EndpointConfig",
+    "EndpointError",
+    "OpenAIJudge",
+    "build_openai_judge",
+    "label_probs",
+]

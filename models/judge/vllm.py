@@ -37,6 +37,9 @@ from ascend_eval.models.base import (
 )
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
 from ascend_eval.models.judge.base import LabelIds, TokenJudge, check_judge_model
+from ascend_eval.models.lazy import LazyJudge
+from ascend_eval.models.registry import lazy_local, register
+from ascend_eval.models.spec import ModelSpec
 from ascend_eval.models.vllm_runtime import (
     VllmEngineConfig,
     import_vllm,
@@ -46,7 +49,7 @@ from ascend_eval.models.vllm_runtime import (
     stop_engine,
 )
 
-__all__ = ["VllmJudge", "VllmJudgeConfig", "label_probs"]
+__all__ = ["VllmJudge", "VllmJudgeConfig", "build_vllm_judge", "label_probs"]
 
 log = logging.getLogger(__name__)
 
@@ -316,3 +319,9 @@ def _schema_grammar(schema_text: str) -> str:
         return str(xgrammar.Grammar.from_json_schema(schema_text, any_whitespace=False))
     except Exception as e:
         raise ConfigError(f"xgrammar cannot compile the json_schema {schema_text[:200]!r}: {e}") from e
+
+
+@register("judge", "vllm")
+def build_vllm_judge(spec: ModelSpec) -> LazyJudge:
+    """A local judge on the vLLM engine, loaded on its first request."""
+    return lazy_local(spec, LazyJudge, VllmJudgeConfig, VllmJudge, vllm=True)

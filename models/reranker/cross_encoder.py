@@ -17,14 +17,23 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ascend_eval.models.checks import BATCH_SIZE, device_spec, model_path, positive_int, score_pairs
+from ascend_eval.models.checks import (
+    BATCH_SIZE,
+    check_model_dir,
+    device_spec,
+    model_path,
+    positive_int,
+    score_pairs,
+)
 from ascend_eval.models.device import resolve_device
 from ascend_eval.models.embedder.sentence_transformers import (
-    check_model_dir,
     import_sentence_transformers,
     loaded_precision,
 )
 from ascend_eval.models.errors import BackendError, ConfigError
+from ascend_eval.models.lazy import LazyReranker
+from ascend_eval.models.registry import lazy_local, register
+from ascend_eval.models.spec import ModelSpec
 from ascend_eval.models.weights.paths import local_model_id
 
 logger = logging.getLogger(__name__)
@@ -159,3 +168,9 @@ class TorchReranker:
             convert_to_numpy=True,
         )
         return np.ascontiguousarray(scores, dtype=np.float32).reshape(len(items))
+
+
+@register("reranker", "torch")
+def build_torch_reranker(spec: ModelSpec) -> LazyReranker:
+    """A local reranker on the torch runtime, loaded on its first request."""
+    return lazy_local(spec, LazyReranker, TorchRerankerConfig, TorchReranker)

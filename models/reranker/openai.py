@@ -12,6 +12,8 @@ from typing import Any
 
 from ascend_eval.models.endpoint_model import EndpointReranker, listed, ranked_scores
 from ascend_eval.models.http import EndpointConfig
+from ascend_eval.models.registry import endpoint_config, register
+from ascend_eval.models.spec import ModelSpec
 
 
 class OpenAIReranker(EndpointReranker, route="/ranking", asks_for="ranking", ranks="passages"):
@@ -38,4 +40,10 @@ def _parse_rankings(data: dict[str, Any]) -> list[float]:
     return ranked_scores(listed(data, "rankings"), key="logit", text="passage", indices="the ranking indices")
 
 
-__all__ = ["EndpointConfig", "OpenAIReranker"]
+@register("reranker", "openai")
+def build_openai_reranker(spec: ModelSpec) -> OpenAIReranker:
+    """A reranker on an OpenAI-compatible (NIM) `/v1/ranking` server."""
+    return OpenAIReranker(endpoint_config(spec))
+
+
+__all__ = ["EndpointConfig", "OpenAIReranker", "build_openai_reranker"]

@@ -13,6 +13,8 @@ from typing import Any
 
 from ascend_eval.models.endpoint_model import EndpointReranker, ranked_scores
 from ascend_eval.models.http import EndpointConfig
+from ascend_eval.models.registry import register, tei_config
+from ascend_eval.models.spec import ModelSpec
 from ascend_eval.models.tei_api import DEFAULT_BATCH, TEIModel
 
 
@@ -59,4 +61,11 @@ def parse_rerank(data: Any) -> list[float]:
     return ranked_scores(data, key="score", text="text", indices="the indices")
 
 
-__all__ = ["TEIReranker", "parse_rerank"]
+@register("reranker", "tei")
+def build_tei_reranker(spec: ModelSpec) -> TEIReranker:
+    """A reranker on text-embeddings-inference's native `/rerank` route."""
+    config, batch = tei_config(spec)
+    return TEIReranker(config, batch_size=batch)
+
+
+__all__ = ["TEIReranker", "build_tei_reranker", "parse_rerank"]

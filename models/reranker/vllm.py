@@ -17,14 +17,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ascend_eval.models.checks import score_pairs
-from ascend_eval.models.embedder.sentence_transformers import check_model_dir
+from ascend_eval.models.checks import check_model_dir, score_pairs
 from ascend_eval.models.errors import BackendError, ConfigError
+from ascend_eval.models.lazy import LazyReranker
+from ascend_eval.models.registry import lazy_local, register
 from ascend_eval.models.reranker.cross_encoder import Activation, is_cross_encoder
+from ascend_eval.models.spec import ModelSpec
 from ascend_eval.models.vllm_runtime import VllmEngineConfig, import_vllm, start_engine, stop_engine
 from ascend_eval.models.weights.paths import local_model_id
 
-__all__ = ["VllmReranker", "VllmRerankerConfig"]
+__all__ = ["VllmReranker", "VllmRerankerConfig", "build_vllm_reranker"]
 
 logger = logging.getLogger(__name__)
 
@@ -111,3 +113,9 @@ class VllmReranker:
         llm = self.__dict__.pop("llm", None)
         if llm is not None:
             stop_engine(llm, self.device)
+
+
+@register("reranker", "vllm")
+def build_vllm_reranker(spec: ModelSpec) -> LazyReranker:
+    """A local reranker on the vLLM engine, loaded on its first request."""
+    return lazy_local(spec, LazyReranker, VllmRerankerConfig, VllmReranker, vllm=True)

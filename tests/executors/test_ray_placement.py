@@ -15,7 +15,7 @@ from ascend_eval.executors.ray_data import (
     placement_of,
 )
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.models.factory import JUDGE_PARALLELISM
+from ascend_eval.models.judge.openai import JUDGE_PARALLELISM
 from ascend_eval.models.spec import ModelSpec
 
 URL = "http://judge.internal:8000/v1/chat/completions"

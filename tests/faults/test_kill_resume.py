@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from ascend_eval.models.factory import JUDGE_PARALLELISM
+from ascend_eval.models.judge.openai import JUDGE_PARALLELISM
 from tests.faults.faulty_judge import dataset
 from tests.models.loopback_server import CHAT, LoopbackServer
 from tests.test_api_endpoints import judge_route

@@ -10,12 +10,12 @@ import pytest
 
 from ascend_eval.jobs import JobSpec, load_spec
 from ascend_eval.jobs.datasets import inline_rows, truncate_contexts
-from ascend_eval.jobs.runtimes import ModelFactory
+from ascend_eval.jobs.runtimes import JobModels
 from ascend_eval.jobs.spec import ModelRef
 from ascend_eval.models.errors import ConfigError, DataError
 from ascend_eval.models.http import endpoint_base
 from ascend_eval.models.spec import ModelSpec
-from tests.jobs.conftest import NEMO_SPECS, nemo_spec
+from tests.jobs.conftest import NEMO_SPECS, inline_spec_for, nemo_spec
 
 
 def test_all_six_seed_examples_are_here():
@@ -186,7 +186,7 @@ def test_seed_urls_become_the_base_urls_our_clients_take(url, base):
 
 
 def test_model_refs_become_model_specs(secrets):
-    models = ModelFactory(secrets, device="cpu")
+    models = JobModels(secrets, device="cpu")
     secrets.set("judge-api-key", "sk-test", endpoints=["https://integrate.api.nvidia.com"])
     remote = ModelRef(url="https://integrate.api.nvidia.com/v1/chat/completions", name="meta/llama",
                       api_key_secret="judge-api-key")  # fmt: skip
@@ -201,6 +201,23 @@ def test_model_refs_become_model_specs(secrets):
     )
     with pytest.raises(ConfigError, match="no reranker ships by default"):
         models.spec(ModelRef(url="local:default"), "reranker")
+
+
+def test_a_job_hands_evaluate_its_models_as_specs(secrets, tmp_path, monkeypatch):
+    """evaluate builds them (through the model registry, within the run's memory budget); a job builds
+    none of the evaluation's models itself."""
+    from ascend_eval.jobs.execute import execute
+
+    handed = {}
+    monkeypatch.setattr("ascend_eval.api.evaluate", lambda source, metrics, **kw: handed.update(kw))
+    spec = inline_spec_for("http://127.0.0.1:9/v1/chat/completions", secret=None)
+    spec["metric_params"]["judge_llm"]["parallelism"] = 3
+    execute(load_spec(spec), cache_dir=tmp_path, secrets=secrets, report=lambda progress: None)
+    judge = handed["judge"]
+    assert isinstance(judge, ModelSpec) and judge.role == "judge" and judge.parallelism == 3
+    assert (judge.model, judge.served_model_name) == (spec["metric_params"]["judge_llm"]["model"]["url"],
+                                                      "meta/llama-3.1-8b-instruct")  # fmt: skip
+    assert handed["embedder"] is None
 
 
 def test_nemo_inline_rows_are_columnar_objects():

@@ -37,8 +37,11 @@ from ascend_eval.models.judge.torch.decode import decode
 from ascend_eval.models.judge.torch.plan import Node, batches_by_tails, prefix_cuts
 from ascend_eval.models.judge.torch.processors import first_stop
 from ascend_eval.models.judge.torch.runner import Runner
+from ascend_eval.models.lazy import LazyJudge
+from ascend_eval.models.registry import lazy_local, register
+from ascend_eval.models.spec import ModelSpec
 
-__all__ = ["TorchJudge"]
+__all__ = ["TorchJudge", "build_torch_judge"]
 
 log = logging.getLogger(__name__)
 
@@ -416,3 +419,9 @@ class TorchJudge(TokenJudge):
             return self._grammar_compiler.compile_json_schema(schema_text, any_whitespace=False)
         except Exception as e:
             raise ConfigError(f"xgrammar cannot compile the json_schema {schema_text[:200]!r}: {e}") from e
+
+
+@register("judge", "torch")
+def build_torch_judge(spec: ModelSpec) -> LazyJudge:
+    """A local judge on the torch runtime, loaded on its first request."""
+    return lazy_local(spec, LazyJudge, TorchJudgeConfig, TorchJudge)
