@@ -16,7 +16,7 @@ from typing import Any, Literal
 from ascend_eval.config import EngineLimits, MetricContext
 from ascend_eval.data import Sample
 from ascend_eval.engine import Backends, Engine, RequestCache, RoundStats
-from ascend_eval.engine.scheduler import Plan
+from ascend_eval.engine.plan import Plan
 from ascend_eval.engine.stats import StageStats
 from ascend_eval.engine.tracing import run_attributes
 from ascend_eval.executors.base import RunInput
