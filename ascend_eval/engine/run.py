@@ -1,8 +1,8 @@
 """One `Engine.run` as it happens: the plans alive, the open request slots, the lanes, and the counts.
 
-`scheduler.Engine` is what callers hold; each call to its `run` builds one `PlanRun` here and drives it to
-the end. The plan types (`Plan`, `PlanError`) live here too, so that both modules share them without an
-import cycle.
+`engine.Engine` is what callers hold, with its settings, its models and its stats; each call to its `run`
+builds one `PlanRun` here from them and drives it to the end. The run adds what it counts to the engine's
+`RunStats` as it goes.
 """
 
 from __future__ import annotations
@@ -11,48 +11,21 @@ import logging
 import queue
 import time
 from collections import OrderedDict, defaultdict, deque
-from collections.abc import Callable, Generator, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from ascend_eval.engine.backends import Backends
 from ascend_eval.engine.cache import RequestCache, request_key
 from ascend_eval.engine.codecs import Codec, Result, codec_for
 from ascend_eval.engine.lanes import Done, Job, Lane, dispatch_limits
-from ascend_eval.engine.stats import Progress, RoundStats, StageStats
+from ascend_eval.engine.plan import Plan, PlanError, PlanId
+from ascend_eval.engine.stats import Progress, RoundStats, RunStats
 from ascend_eval.engine.tracing import NoTrace
-from ascend_eval.models.base import Embedder, Judge, Request, Reranker
+from ascend_eval.models.base import Request
 from ascend_eval.models.errors import BACKEND_ERROR
 
 logger = logging.getLogger("ascend_eval.engine")
-
-Plan = Generator[Sequence[Request], list[Any], Any]
-PlanId = Hashable
-
-
-@dataclass(frozen=True)
-class PlanError:
-    """A plan that could not finish: a backend failed for one of its requests, or the plan raised."""
-
-    reason: str
-
-
-class RunSettings(Protocol):
-    """What a run reads from its engine (`scheduler.Engine`), and the stats it writes back to it."""
-
-    cache: RequestCache
-    chunk_size: int
-    dedupe: bool
-    max_live_plans: int
-    max_pending: int
-    progress_interval: float
-    on_round: Callable[[RoundStats], None] | None
-    on_progress: Callable[[Progress], None] | None
-    tracer: NoTrace
-    rounds: list[RoundStats]
-    stages: dict[str, StageStats]
-    prompt_tags: set[str]
-
-    def model_for(self, request: Request) -> Judge | Embedder | Reranker: ...
 
 
 @dataclass
@@ -90,13 +63,36 @@ class PlanRun:
 
     def __init__(
         self,
-        engine: RunSettings,
         plans: Iterator[tuple[PlanId, Plan]],
+        *,
+        backends: Backends,
+        cache: RequestCache,
+        stats: RunStats,
+        tracer: NoTrace,
+        chunk_size: int,
+        dedupe: bool,
+        max_live_plans: int,
+        max_pending: int,
+        progress_interval: float,
+        on_round: Callable[[RoundStats], None] | None,
+        on_progress: Callable[[Progress], None] | None,
         total: int | None,
         on_outcome: Callable[[PlanId, Any], None] | None,
         bar: Any,
     ) -> None:
-        self.engine = engine
+        """Args as `Engine`'s and `Engine.run`'s, with the engine's `stats` to add to and the progress
+        `bar`."""
+        self.backends = backends
+        self.cache = cache
+        self.stats = stats
+        self.tracer = tracer
+        self.chunk_size = chunk_size
+        self.dedupe = dedupe
+        self.max_live_plans = max_live_plans
+        self.max_pending = max_pending
+        self.progress_interval = progress_interval
+        self.on_round = on_round
+        self.on_progress = on_progress
         self.total = total
         self.on_outcome = on_outcome
         self.bar = bar
@@ -136,7 +132,7 @@ class PlanRun:
                 if not self.live and self.exhausted:
                     break
             try:
-                done = self.done_queue.get(timeout=min(0.5, self.engine.progress_interval))
+                done = self.done_queue.get(timeout=min(0.5, self.progress_interval))
             except queue.Empty:
                 self._report_progress()
                 if self._stalled():
@@ -219,7 +215,7 @@ class PlanRun:
         self._close_rounds(final=False)
 
     def _admit(self) -> None:
-        while len(self.live) < self.engine.max_live_plans and len(self.slots) < self.engine.max_pending:
+        while len(self.live) < self.max_live_plans and len(self.slots) < self.max_pending:
             item = next(self.pending, None)
             if item is None:
                 self.exhausted = True
@@ -255,20 +251,20 @@ class PlanRun:
             self._ask(pid, live, index, request, stats)
 
     def _ask(self, pid: PlanId, live: _Live, index: int, request: Request, stats: RoundStats) -> None:
-        key = request_key(request, self.engine.model_for(request).model_id)
+        key = request_key(request, self.backends.for_request(request).model_id)
         if getattr(request, "tag", ""):
-            self.engine.prompt_tags.add(request.tag)  # type: ignore[union-attr]
+            self.stats.prompt_tags.add(request.tag)  # type: ignore[union-attr]
         codec = codec_for(request)
         group, label = codec.group(request)
-        self.engine.tracer.stage_started(label, request)
-        stage = self._stage(label)
+        self.tracer.stage_started(label, request)
+        stage = self.stats.stage(label)
         stats.requests += 1
         stage.requests += 1
-        if self.engine.dedupe:
+        if self.dedupe:
             slot_id = key
             if key in self.memo:  # answered earlier in this run
                 self.memo.move_to_end(key)
-                self.engine.tracer.stage_answered(label)
+                self.tracer.stage_answered(label)
                 self._answer(pid, live, index, self.memo[key])
                 return
         else:
@@ -288,13 +284,13 @@ class PlanRun:
             return
         new, self.lookups = self.lookups, []
         wanted = {self.slots[s].key: self.slots[s].request for s in new}
-        hits = self.engine.cache.get_many(list(wanted.items()))
+        hits = self.cache.get_many(list(wanted.items()))
         jobs: dict[Lane, list[tuple[Hashable, Codec[Any, Any], Job]]] = defaultdict(list)
         for slot_id in new:
             slot = self.slots[slot_id]
             if slot.key in hits:
                 self._round(slot.round).cache_hits += 1
-                self._stage(slot.label).cache_hits += 1
+                self.stats.stage(slot.label).cache_hits += 1
                 self._resolve(slot_id, hits[slot.key])
                 continue
             order = min((self.live[pid].order for pid, _ in slot.waiters if pid in self.live), default=0)
@@ -308,17 +304,17 @@ class PlanRun:
             lane.put(lane_jobs)
 
     def _lane(self, request: Request) -> Lane:
-        backend = self.engine.model_for(request)
+        backend = self.backends.for_request(request)
         lane = self.lanes.get(id(backend))
         if lane is None:
-            concurrency, batch = dispatch_limits(backend, self.engine.chunk_size)
+            concurrency, batch = dispatch_limits(backend, self.chunk_size)
             lane = self.lanes[id(backend)] = Lane(
                 backend,
                 concurrency=concurrency,
                 max_batch=batch,
                 out=self.done_queue,
-                tracer=self.engine.tracer,
-                store=self.engine.cache.put_many,
+                tracer=self.tracer,
+                store=self.cache.put_many,
             )
         return lane
 
@@ -334,7 +330,7 @@ class PlanRun:
             slot = self.slots.get(slot_id)
             if slot is None:  # every plan that wanted it has failed meanwhile
                 continue
-            stats, stage = self._round(slot.round), self._stage(slot.label)
+            stats, stage = self._round(slot.round), self.stats.stage(slot.label)
             stats.sent += 1
             stage.sent += 1
             stage.backend_seconds += share
@@ -370,8 +366,8 @@ class PlanRun:
 
     def _resolve(self, slot_id: str, result: Result) -> None:
         slot = self.slots.pop(slot_id)
-        self.engine.tracer.stage_answered(slot.label)
-        if self.engine.dedupe:
+        self.tracer.stage_answered(slot.label)
+        if self.dedupe:
             self.memo[slot.key] = result
             if len(self.memo) > _MEMO_SIZE:
                 self.memo.popitem(last=False)
@@ -391,7 +387,7 @@ class PlanRun:
     def _fail(self, slot_id: str, error: str) -> None:
         """A backend failed this request: every plan waiting for it ends now with the reason."""
         slot = self.slots.pop(slot_id)
-        self.engine.tracer.stage_answered(slot.label)
+        self.tracer.stage_answered(slot.label)
         self._touch(slot.round)
         for pid, _ in slot.waiters:
             live = self.live.get(pid)
@@ -421,12 +417,6 @@ class PlanRun:
     def _touch(self, step: int) -> None:
         self.round_stats[step].seconds = time.perf_counter() - self.round_started[step]
 
-    def _stage(self, label: str) -> StageStats:
-        stage = self.engine.stages.get(label)
-        if stage is None:
-            stage = self.engine.stages[label] = StageStats()
-        return stage
-
     def _close_rounds(self, *, final: bool) -> None:
         """Report each round that no plan can reach any more: every plan has started, and none is at
         this step or an earlier one."""
@@ -436,14 +426,14 @@ class PlanRun:
                 return
             self.closed = step
             stats = self.round_stats[step]
-            self.engine.rounds.append(stats)
+            self.stats.rounds.append(stats)
             logger.info(stats.line())
-            if self.engine.on_round is not None:
-                self.engine.on_round(stats)
+            if self.on_round is not None:
+                self.on_round(stats)
 
     def _report_progress(self, *, force: bool = False) -> None:
         now = time.perf_counter()
-        if not force and now - self.last_progress < self.engine.progress_interval:
+        if not force and now - self.last_progress < self.progress_interval:
             return
         self.last_progress = now
         in_flight = sum(lane.in_flight for lane in self.lanes.values())
@@ -458,8 +448,8 @@ class PlanRun:
         self.bar.set_postfix_str(
             f"{snapshot.requests_answered} requests answered, {in_flight} in flight", refresh=True
         )
-        if self.engine.on_progress is not None:
-            self.engine.on_progress(snapshot)
+        if self.on_progress is not None:
+            self.on_progress(snapshot)
 
 
 _MAX_UNSTICKS = 3

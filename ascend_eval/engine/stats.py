@@ -1,4 +1,5 @@
-"""What the engine reports while it runs and after: stats per plan step, and a progress snapshot.
+"""What the engine reports while it runs and after: stats per plan step and per stage, kept together in
+one `RunStats`, and a progress snapshot.
 
 Plans no longer wait for each other, so a "round" is not a moment in time: round k is the k-th step of
 every plan (the k-th list of requests each one yields), counted whenever that step happens. The stats of a
@@ -61,6 +62,32 @@ class StageStats:
     backend_seconds: float = 0.0
     """Seconds of backend calls spent on this stage's requests (a call's time is shared out by count;
     calls on different lanes overlap, so stages can sum to more than the wall time)."""
+
+
+@dataclass
+class RunStats:
+    """Everything an engine counted, over all its runs: each run (`run.PlanRun`) adds to the one its
+    engine holds, as it goes, so what an interrupted run counted stays counted."""
+
+    rounds: list[RoundStats] = field(default_factory=list)
+    """Stats per plan step, in step order, appended as each step closes."""
+    stages: dict[str, StageStats] = field(default_factory=dict)
+    """Stats per stage label (e.g. "judge.generate[statements@1]") over every run."""
+    prompt_tags: set[str] = field(default_factory=set)
+    """Every prompt `name@version` the plans used (cached or not), for provenance."""
+
+    def stage(self, label: str) -> StageStats:
+        """The stats of stage `label`, started at zero the first time it is asked for.
+
+        >>> stats = RunStats()
+        >>> stats.stage("embed.document").requests += 2
+        >>> stats.stage("embed.document").requests, list(stats.stages)
+        (2, ['embed.document'])
+        """
+        stage = self.stages.get(label)
+        if stage is None:
+            stage = self.stages[label] = StageStats()
+        return stage
 
 
 @dataclass(frozen=True)

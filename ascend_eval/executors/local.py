@@ -9,15 +9,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ascend_eval.config import EngineLimits, MetricContext
 from ascend_eval.data import Sample
-from ascend_eval.engine import Backends, Engine, RequestCache, RoundStats
-from ascend_eval.engine.scheduler import Plan
-from ascend_eval.engine.stats import StageStats
+from ascend_eval.engine import Backends, Engine, RequestCache, RunStats
+from ascend_eval.engine.plan import Plan
 from ascend_eval.engine.tracing import run_attributes
 from ascend_eval.executors.base import RunInput
 from ascend_eval.executors.provenance import devices, provenance
@@ -45,15 +43,6 @@ def open_cache(cache_dir: str | Path | Literal[False] | None) -> RequestCache:
     return RequestCache(root / CACHE_FILE)
 
 
-@dataclass
-class LocalRun:
-    """What an engine run leaves besides the scores."""
-
-    rounds: list[RoundStats] = field(default_factory=list)
-    stages: dict[str, StageStats] = field(default_factory=dict)
-    prompt_tags: set[str] = field(default_factory=set)
-
-
 def score_samples(
     samples: Iterable[Sample],
     count: int,
@@ -65,9 +54,9 @@ def score_samples(
     context: MetricContext,
     limits: EngineLimits,
     tracer: Any = None,
-) -> LocalRun:
+) -> RunStats:
     """Score `samples` (`count` of them) with every metric, handing each to `emit` as soon as all its
-    metrics are done, in dataset order.
+    metrics are done, in dataset order; return what the engine counted besides the scores.
 
     The samples are read as the engine starts their plans, and a plan is made only then: at most the
     engine's window of plans exists at once, so a stream of any length runs in bounded memory.
@@ -75,20 +64,13 @@ def score_samples(
     `context.prompt_layout` "sample_first" each sample whose texts are long enough has its prompts
     rendered after its sample block (`prompts/layout.py`).
     """
-    done = LocalRun()
-
-    def record(stats: RoundStats) -> None:
-        done.rounds.append(stats)
-        if limits.on_round is not None:
-            limits.on_round(stats)
-
     engine = Engine(
         backends,
         cache,
         chunk_size=limits.chunk_size,
         dedupe=limits.dedupe,
         progress=limits.progress,
-        on_round=record,
+        on_round=limits.on_round,
         on_progress=limits.on_progress,
         tracer=tracer,
     )
@@ -108,12 +90,8 @@ def score_samples(
             for m in metrics:
                 yield (i, m.name), m.plan(sample, ctx)
 
-    try:
-        engine.run(plans(), total=count * len(metrics), on_outcome=collector.outcome)
-    finally:
-        done.stages = dict(engine.stages)
-        done.prompt_tags = set(engine.prompt_tags)
-    return done
+    engine.run(plans(), total=count * len(metrics), on_outcome=collector.outcome)
+    return engine.stats
 
 
 def run_locally(run: RunInput) -> EvaluationResult:
@@ -146,7 +124,7 @@ def run_locally(run: RunInput) -> EvaluationResult:
     return result
 
 
-def _score(run: RunInput, built: dict[str, Any], cache: RequestCache) -> tuple[LocalRun, dict[str, Any]]:
+def _score(run: RunInput, built: dict[str, Any], cache: RequestCache) -> tuple[RunStats, dict[str, Any]]:
     """Score the run into its sink; close the cache and the models built here whatever happens. Returns
     what the engine left and where each local model ran (read before the models close)."""
     # Backends built here are closed here (HTTP pools); objects the caller passed in stay theirs.
@@ -189,7 +167,7 @@ def close_built(built: Mapping[str, Any], given: set[int]) -> None:
             close()
 
 
-def _finish(run: RunInput, done: LocalRun, record: dict[str, Any], cache: RequestCache) -> EvaluationResult:
+def _finish(run: RunInput, done: RunStats, record: dict[str, Any], cache: RequestCache) -> EvaluationResult:
     try:
         return run.sink.finish(
             rounds=done.rounds,

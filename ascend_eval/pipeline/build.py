@@ -99,19 +99,19 @@ def _check_inputs(
         )
 
 
-def embedder_tokenizer(engine: Engine) -> OffsetTokenizer:
-    """The tokenizer of the engine's local (sentence-transformers) embedder, for chunk_unit="tokens"; a
-    local embedder not loaded yet loads now.
+def embedder_tokenizer(backends: Backends) -> OffsetTokenizer:
+    """The tokenizer of the local (sentence-transformers) embedder of `backends`, for chunk_unit="tokens";
+    a local embedder not loaded yet loads now.
 
     Raises:
         ConfigError: the embedder exposes no tokenizer (an HTTP endpoint).
     """
-    runtime = engine.runtime("embedder")
+    runtime = backends.runtime("embedder")
     tokenizer = getattr(runtime, "tokenizer", None)  # local embedders expose their model's tokenizer
     if tokenizer is not None:
         return tokenizer  # type: ignore[no-any-return]
     raise ConfigError(
-        f"chunk_unit='tokens' needs a tokenizer, and the embedder {engine.model_id('embedder')!r} "
+        f"chunk_unit='tokens' needs a tokenizer, and the embedder {backends.model_id('embedder')!r} "
         f"({type(runtime).__name__}) has none to offer (an endpoint, not a local model). Pass tokenizer=... "
         "(a tokenizer directory or object) or use chunk_unit='chars'."
     )
@@ -136,12 +136,12 @@ def _retrieve(
     memo: EmbeddingMemo | None,
     progress: Progress | None,
 ) -> list[list[Chunk]]:
-    """The top_k chunks per question, reranked when the engine has a reranker."""
+    """The top_k chunks per question, reranked when there is a reranker."""
     texts = [c.text for c in chunks]
     _report(progress, "embed", 0, len(texts) + len(questions))
     query_vectors, chunk_vectors = embed_texts(engine, [(questions, "query"), (texts, "document")], memo=memo)
     _report(progress, "embed", len(texts) + len(questions), len(texts) + len(questions))
-    reranking = engine.has("reranker")
+    reranking = engine.backends.has("reranker")
     picked = top_k(
         cosine_matrix(query_vectors, chunk_vectors), config.candidates if reranking else config.top_k
     )
@@ -189,17 +189,15 @@ def _fill(
         questions, name, need_contexts, need_answers, corpus=corpus, embedder=embedder, generator=generator
     )
     documents = check_corpus(corpus) if need_contexts else []
-    engine = Engine(
-        Backends(judge=generator, embedder=embedder, reranker=reranker),
-        cache if cache is not None else RequestCache(None),
-    )
+    backends = Backends(judge=generator, embedder=embedder, reranker=reranker)
+    engine = Engine(backends, cache if cache is not None else RequestCache(None))
     tokens = need_contexts and config.chunk_unit == "tokens" and tokenizer is None
-    if tokens and engine.loaded("embedder"):
-        embedder_tokenizer(engine)  # an endpoint fails here, before any other model loads
+    if tokens and backends.loaded("embedder"):
+        embedder_tokenizer(backends)  # an endpoint fails here, before any other model loads
     if need_contexts:
         tok = None
         if config.chunk_unit == "tokens":
-            tok = load_tokenizer(tokenizer) if tokenizer is not None else embedder_tokenizer(engine)
+            tok = load_tokenizer(tokenizer) if tokenizer is not None else embedder_tokenizer(backends)
         _report(progress, "chunk", 0, len(documents))
         chunks = chunk_corpus(
             documents,

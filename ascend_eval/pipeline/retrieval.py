@@ -85,7 +85,8 @@ def embed_texts(
         One float32 `[len(texts), dim]` matrix per batch.
     """
     memo = EMBEDDINGS if memo is None else memo
-    model_id = engine.model_id("embedder") if engine.has("embedder") else ""
+    models = engine.backends
+    model_id = models.model_id("embedder") if models.has("embedder") else ""
     missing: dict[tuple[str, str, str], EmbedRequest] = {}
     for texts, kind in batches:
         for text in texts:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.data import Sample
-from ascend_eval.engine.scheduler import PlanError
+from ascend_eval.engine.plan import PlanError
 from ascend_eval.engine.stats import RoundStats, StageStats
 from ascend_eval.metrics.base import MetricResult
 from ascend_eval.results.files import SAMPLES_FILE, SamplesWriter, sample_row, summary_dict

@@ -6,41 +6,25 @@ the cache, and streams the rest to the backends through one lane per backend (`l
 of one batch group and the same kind queue in plan order and go out in large calls. A plan moves on as soon
 as its own answers are back. A 1,000-sample, 12-metric run is a stream of large batches, never tens of
 thousands of single calls, and never a wait for the slowest request of a round.
+
+`Engine` is what callers hold: its settings, its models (`backends.Backends`), its request cache, and what
+its runs counted (`stats.RunStats`). Each `run` is one `run.PlanRun`, which keeps the state of that run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from ascend_eval.engine.backends import Backends
 from ascend_eval.engine.cache import RequestCache
-from ascend_eval.engine.run import Plan, PlanError, PlanId, PlanRun
-from ascend_eval.engine.stats import Progress, RoundStats, StageStats
+from ascend_eval.engine.plan import Plan, PlanId
+from ascend_eval.engine.run import PlanRun
+from ascend_eval.engine.stats import Progress, RoundStats, RunStats, StageStats
 from ascend_eval.engine.tracing import NO_TRACE, NoTrace
-from ascend_eval.models.base import Embedder, Judge, Request, Reranker, Role
 from ascend_eval.models.errors import ConfigError
-from ascend_eval.models.lazy import is_loaded, runtime_of
 
-__all__ = ["Backends", "Engine", "Plan", "PlanError", "PlanId"]
-
-
-@dataclass(frozen=True)
-class Backends:
-    """The model runtimes one evaluation uses; a role no metric needs may be None."""
-
-    judge: Judge | None = None
-    embedder: Embedder | None = None
-    reranker: Reranker | None = None
-
-    def for_request(self, request: Request) -> Judge | Embedder | Reranker:
-        backend = getattr(self, request.role)
-        if backend is None:
-            raise ConfigError(
-                f"A metric sent a {type(request).__name__} but no {request.role} is configured. "
-                f"Pass {request.role}=... to evaluate()."
-            )
-        return backend
+__all__ = ["Engine"]
 
 
 class Engine:
@@ -103,12 +87,23 @@ class Engine:
         self.max_live_plans = max_live_plans
         self.max_pending = max_pending
         self.tracer = NO_TRACE if tracer is None else tracer
-        self.rounds: list[RoundStats] = []
-        """Stats per plan step, in step order, appended as each step closes."""
-        self.stages: dict[str, StageStats] = {}
-        """Stats per stage label (e.g. "judge.generate[statements@1]") over the whole run."""
-        self.prompt_tags: set[str] = set()
+        self.stats = RunStats()
+        """What every run of this engine counted (each run adds to it as it goes)."""
+
+    @property
+    def rounds(self) -> list[RoundStats]:
+        """Stats per plan step, in step order, appended as each step closes (`RunStats.rounds`)."""
+        return self.stats.rounds
+
+    @property
+    def stages(self) -> dict[str, StageStats]:
+        """Stats per stage label (e.g. "judge.generate[statements@1]") over every run (`RunStats.stages`)."""
+        return self.stats.stages
+
+    @property
+    def prompt_tags(self) -> set[str]:
         """Every prompt `name@version` the plans used (cached or not), for provenance."""
+        return self.stats.prompt_tags
 
     def run(
         self,
@@ -144,40 +139,27 @@ class Engine:
             disable=None if self.progress else True,
             leave=False,
         )
-        run = PlanRun(self, items, total, on_outcome, bar)
+        run = PlanRun(
+            items,
+            backends=self.backends,
+            cache=self.cache,
+            stats=self.stats,
+            tracer=self.tracer,
+            chunk_size=self.chunk_size,
+            dedupe=self.dedupe,
+            max_live_plans=self.max_live_plans,
+            max_pending=self.max_pending,
+            progress_interval=self.progress_interval,
+            on_round=self.on_round,
+            on_progress=self.on_progress,
+            total=total,
+            on_outcome=on_outcome,
+            bar=bar,
+        )
         try:
             run.go()
         finally:
             run.shut_down()
             bar.close()
-            self.tracer.end_stages(self.stages)
+            self.tracer.end_stages(self.stats.stages)
         return run.outcomes
-
-    def model_for(self, request: Request) -> Judge | Embedder | Reranker:
-        """The backend that answers `request`."""
-        return self.backends.for_request(request)
-
-    # The configured models by role, for code that needs more than requests answered (the RAG pipeline).
-
-    def has(self, role: Role) -> bool:
-        """Whether a model is configured for `role`."""
-        return getattr(self.backends, role) is not None
-
-    def model_id(self, role: Role) -> str:
-        """The identity of `role`'s model (part of its requests' cache keys), known without loading it."""
-        return self._configured(role).model_id
-
-    def loaded(self, role: Role) -> bool:
-        """Whether `role`'s model is ready without loading weights (false only for an unloaded local one)."""
-        return is_loaded(self._configured(role))
-
-    def runtime(self, role: Role) -> Any:
-        """`role`'s model runtime itself, loaded now if it is a local model not loaded yet: for what only a
-        runtime can tell, such as a local embedder's tokenizer. Requests still go through `run`."""
-        return runtime_of(self._configured(role))
-
-    def _configured(self, role: Role) -> Judge | Embedder | Reranker:
-        model = getattr(self.backends, role)
-        if model is None:
-            raise ConfigError(f"No {role} is configured for this engine. Pass {role}=... to evaluate().")
-        return model  # type: ignore[no-any-return]
