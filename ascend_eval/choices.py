@@ -4,8 +4,8 @@ here (the judge backends are `ascend_eval.models.spec`'s, the languages `ascend_
 
 >>> JUDGE_MODES, LAYOUT_SETTINGS
 (('classify', 'generate'), ('auto', 'sample_first', 'task_first'))
->>> CALIBRATION_SETTINGS
-('auto', 'anchored', 'content_free', 'off')
+>>> CALIBRATION_SETTINGS, EXECUTOR_NAMES
+(('auto', 'anchored', 'content_free', 'off'), ('local', 'ray'))
 """
 
 from __future__ import annotations
@@ -42,6 +42,11 @@ LAYOUTS: tuple[Layout, ...] = get_args(Layout)
 LAYOUT_SETTINGS: tuple[str, ...] = (AUTO, *LAYOUTS)
 """`prompt_layout` (`ascend_eval.prompts.layout`)."""
 
+ExecutorName = Literal["local", "ray"]
+EXECUTOR_NAMES: tuple[ExecutorName, ...] = get_args(ExecutorName)
+"""`executor`: this process's streaming engine, or a Ray Data pipeline (`ascend_eval.executors.EXECUTORS`
+holds one function for each)."""
+
 SettingGroup = Literal["data", "models", "scoring", "engine", "executor", "output", "callbacks"]
 SETTING_GROUPS: tuple[SettingGroup, ...] = get_args(SettingGroup)
 """The groups of `EvaluationConfig`'s settings (`ascend_eval.setting`), in the order `ascend-eval evaluate
@@ -51,6 +56,7 @@ __all__ = [
     "AUTO",
     "BACKENDS",
     "CALIBRATION_SETTINGS",
+    "EXECUTOR_NAMES",
     "JUDGE_MODES",
     "LANGUAGE_SETTINGS",
     "LAYOUTS",
@@ -61,6 +67,7 @@ __all__ = [
     "SCORING_SETTINGS",
     "SETTING_GROUPS",
     "Backend",
+    "ExecutorName",
     "JudgeMode",
     "Layout",
     "Method",

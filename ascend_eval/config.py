@@ -3,13 +3,20 @@
 Every way into a run builds one: `evaluate(dataset, metrics, config=None, **overrides)` from its keywords,
 the command line from a `--config` file and its flags (`ascend_eval.cli.config`), a NeMo-shaped job, the
 RAGAS and Ascend SDK drop-ins, and the Ray executor, which hands each actor the part it needs
-(`for_actors`). The fields are the keywords `evaluate()` has always taken and the keys of `config.yaml`,
-in that order; the grouped views (`models`, `context`, `limits`) are what the executors and the engine
-read, with "auto" already resolved.
+(`for_actors`). The fields are the keywords `evaluate()` has always taken and the keys of `config.yaml`
+(less the callbacks: `saved`), in that order. Each is checked from its description (`ascend_eval.setting`).
+
+The settings tree is made from the fields' groups: `group(name)` is one group's settings as a frozen
+dataclass (`GROUP_VIEWS`), `tree()` all of them nested. The derived views (`models`, `context`, `limits`)
+are what the executors and the engine read, with "auto" already resolved.
 
 >>> config = EvaluationConfig.of(judge_mode="generate")
 >>> config.context.scoring, config.context.prompt_layout
 ('threshold', 'task_first')
+>>> config.group("engine")
+EngineSettings(cache_dir=None, chunk_size=1024, dedupe=True)
+>>> config.tree().scoring.judge_mode, "on_round" in config.saved()
+('generate', False)
 >>> config.replace(language="zh").language, config.language
 ('zh', 'auto')
 >>> EvaluationConfig.of(judge_mod="generate")  # doctest: +ELLIPSIS
@@ -24,28 +31,33 @@ import dataclasses
 import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ascend_eval.choices import (
     BACKENDS,
     CALIBRATION_SETTINGS,
+    EXECUTOR_NAMES,
     JUDGE_MODES,
     LANGUAGE_SETTINGS,
     LAYOUT_SETTINGS,
     SCORING_SETTINGS,
+    SETTING_GROUPS,
     JudgeMode,
+    SettingGroup,
 )
 from ascend_eval.engine.tracing import TraceArg
 from ascend_eval.models.base import Role
 from ascend_eval.models.budget import check_budget
 from ascend_eval.models.checks import CHUNK_SIZE, WORKERS
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.factory import ROLE_KEYS, ModelArg, check
 from ascend_eval.models.spec import Backend
 from ascend_eval.setting import (
+    ADDRESS,
     ANY,
     CACHE,
+    FOLDER,
     FUNCTION,
     INTEGER,
     KEY,
@@ -53,7 +65,6 @@ from ascend_eval.setting import (
     NUMBER,
     PAIRS,
     SWITCH,
-    TEXT,
     Setting,
     setting,
 )
@@ -61,8 +72,20 @@ from ascend_eval.setting import (
 if TYPE_CHECKING:
     from ascend_eval.choices import Layout, Method, Scoring
 
-ExecutorName = Literal["local", "ray"]
-EXECUTOR_NAMES: tuple[ExecutorName, ...] = ("local", "ray")
+
+def model_of(role: Role) -> Callable[[str, Any], None]:
+    """The bound of a model setting: a value that is a model of `role` (a judge, not an embedder)."""
+
+    def bound(name: str, value: Any) -> None:
+        check(value, role)  # a model of another role, even one not needed
+
+    return bound
+
+
+def share(name: str, value: Any) -> None:
+    """The bound of `memory_budget`: None, or a share in (0, 1]."""
+    if value is not None:
+        check_budget(value, name)
 
 
 @dataclass(frozen=True)
@@ -115,18 +138,26 @@ class EvaluationConfig:
     """
 
     judge: ModelArg = setting(
-        None, "models", MODEL, "shipped judge name, local HF directory or .gguf file, or server URL"
+        None,
+        "models",
+        MODEL,
+        "shipped judge name, local HF directory or .gguf file, or server URL",
+        bound=model_of("judge"),
     )
     """The judge LLM: a shipped name (default "smollm2-135m-instruct", tiny: it demonstrates the pipeline,
     not judging quality), a local HF directory or `.gguf` file, an OpenAI-compatible URL, a `ModelSpec`
     (the same plus endpoint, engine and decoding settings), or a `Judge` instance."""
     embedder: ModelArg = setting(
-        None, "models", MODEL, "shipped embedder name, sentence-transformers directory, or server URL"
+        None,
+        "models",
+        MODEL,
+        "shipped embedder name, sentence-transformers directory, or server URL",
+        bound=model_of("embedder"),
     )
     """A shipped name (default "multilingual-e5-small"), a sentence-transformers directory, a URL, a
     `ModelSpec`, or an `Embedder` instance."""
     cross_encoder: ModelArg = setting(
-        None, "models", MODEL, "CrossEncoder directory or /v1/ranking server URL"
+        None, "models", MODEL, "CrossEncoder directory or /v1/ranking server URL", bound=model_of("reranker")
     )
     """A CrossEncoder directory, a `/v1/ranking` URL, a `ModelSpec`, or a `Reranker` instance; only needed
     by metrics configured to use one."""
@@ -164,6 +195,7 @@ class EvaluationConfig:
         "share of each NPU's or GPU's memory the local models may take together (default 0.9), split "
         "between the vLLM engines after each torch model's reserve",
         metavar="FRACTION",
+        bound=share,
     )
     """Share of each accelerator's memory the run's local models may take together (default 0.9): every
     vLLM engine without its own `gpu_memory_utilization` gets its part, after each torch model on the
@@ -175,7 +207,11 @@ class EvaluationConfig:
     """Where answered requests are cached (default `~/.cache/ascend-eval/requests`); False disables the
     cache. A re-run with the same inputs resumes from it."""
     language: str = setting(
-        "auto", "scoring", help="prompt language (default auto: per sample)", choices=LANGUAGE_SETTINGS
+        "auto",
+        "scoring",
+        help="prompt language (default auto: per sample)",
+        choices=LANGUAGE_SETTINGS,
+        hint="('auto': per sample)",
     )
     """Prompt language: "auto" (per sample, by its share of Chinese characters), "en" or "zh"."""
     ragas_compat: bool = setting(
@@ -235,6 +271,7 @@ class EvaluationConfig:
         "at most N requests per backend call, whose answers are cached as it returns (default 1024; "
         "1 sends each alone)",
         metavar="N",
+        bound=CHUNK_SIZE.check,
     )
     """At most this many requests per backend call (each call's answers are committed to the cache as the
     call returns); 1 sends every request on its own, as RAGAS does (benchmarks use it for comparison). At
@@ -260,7 +297,7 @@ class EvaluationConfig:
     out: str | Path | None = setting(
         None,
         "output",
-        TEXT,
+        FOLDER,
         "folder for samples.jsonl (written as samples are scored), results.json, scores.csv, "
         "summary.json, report.html and config.yaml (required; or in --config)",
     )
@@ -274,7 +311,7 @@ class EvaluationConfig:
     ray_address: str | None = setting(
         None,
         "executor",
-        TEXT,
+        ADDRESS,
         "run on Ray Data, one engine and one set of models per actor (docs/ray.md): on the cluster at "
         "ADDRESS ('auto', host:port, ray://host:port), else a running local Ray or a new one",
         spelling="--ray",
@@ -290,6 +327,7 @@ class EvaluationConfig:
         INTEGER,
         "Ray actors (default: one per GPU/NPU of the cluster, else 2)",
         metavar="N",
+        bound=partial(WORKERS.check, optional=True),
     )
     """Ray actors (default: one per accelerator the cluster has, else 2); at most 1,024
     (`ascend_eval.models.checks.WORKERS`)."""
@@ -302,30 +340,16 @@ class EvaluationConfig:
         from ascend_eval.metrics.verdict_settings import resolve_calibration, resolve_scoring
         from ascend_eval.prompts.layout import resolve_layout
 
-        if self.language not in LANGUAGE_SETTINGS:
-            valid = ", ".join(map(repr, LANGUAGE_SETTINGS))
-            raise ConfigError(f"language={self.language!r}; valid: {valid} ('auto': per sample).")
-        if self.judge_mode not in JUDGE_MODES:
-            raise ConfigError(f"judge_mode={self.judge_mode!r}; valid: {', '.join(map(repr, JUDGE_MODES))}.")
-        facts = {"judge_mode": self.judge_mode, "ragas_compat": self.ragas_compat}
-        context = MetricContext(
-            language=self.language,
-            ragas_compat=self.ragas_compat,
-            judge_mode=self.judge_mode,  # type: ignore[arg-type]
-            calibration=resolve_calibration(self.calibration, **facts),
-            scoring=resolve_scoring(self.scoring, **facts),
-            prompt_layout=resolve_layout(self.prompt_layout, **facts),
-        )
-        CHUNK_SIZE.check("chunk_size", self.chunk_size)
-        WORKERS.check("num_workers", self.num_workers, optional=True)
-        if self.memory_budget is not None:
-            check_budget(self.memory_budget)
-        _check_kinds(self)
-        if self.executor not in EXECUTOR_NAMES:
-            raise ConfigError(f"executor={self.executor!r}; valid: {', '.join(map(repr, EXECUTOR_NAMES))}.")
-        for role, key in ROLE_KEYS.items():
-            check(getattr(self, key), role)  # a model of another role, even one not needed
-        object.__setattr__(self, "context", context)
+        for name, described_ in described().items():
+            described_.check(name, getattr(self, name))
+        scoring = self.group("scoring")
+        facts = {"judge_mode": scoring.judge_mode, "ragas_compat": scoring.ragas_compat}
+        resolved = {
+            "calibration": resolve_calibration(scoring.calibration, **facts),
+            "scoring": resolve_scoring(scoring.scoring, **facts),
+            "prompt_layout": resolve_layout(scoring.prompt_layout, **facts),
+        }
+        object.__setattr__(self, "context", MetricContext(**{**fields_of(scoring), **resolved}))
 
     @classmethod
     def of(cls, base: EvaluationConfig | None = None, /, **settings: Any) -> EvaluationConfig:
@@ -353,11 +377,28 @@ class EvaluationConfig:
         """Every setting by name, in the order of the fields (`config.yaml`'s order)."""
         return {name: getattr(self, name) for name in names()}
 
+    def saved(self) -> dict[str, Any]:
+        """The settings `config.yaml` and a `--config` file hold, by name, in order: all but the callbacks
+        (`CALLBACKS`)."""
+        return saved_settings(self.settings())
+
+    def group(self, name: SettingGroup) -> Any:
+        """The settings of one group (`ascend_eval.choices.SETTING_GROUPS`) as a frozen dataclass whose
+        fields are exactly that group's (`GROUP_VIEWS`)."""
+        view = GROUP_VIEWS[name]
+        return view(**{f.name: getattr(self, f.name) for f in dataclasses.fields(view)})
+
+    def tree(self) -> Any:
+        """Every setting, nested by group: a frozen `SettingsTree` of the group views (`config.tree().engine
+        .chunk_size`)."""
+        return SettingsTree(**{group: self.group(group) for group in SETTING_GROUPS})
+
     @property
     def models(self) -> dict[Role, ModelChoice]:
         """Role -> what the user chose for it."""
+        chosen = self.group("models")
         return {
-            role: ModelChoice(getattr(self, key), getattr(self, f"{key}_backend"))
+            role: ModelChoice(getattr(chosen, key), getattr(chosen, f"{key}_backend"))
             for role, key in ROLE_KEYS.items()
         }
 
@@ -377,34 +418,6 @@ class EvaluationConfig:
         )
 
 
-_FLAGS = ("ragas_compat", "progress", "dedupe")
-"""Settings that are True or False, nothing else: `dedupe="no"` would otherwise read as true."""
-
-
-def _check_kinds(config: EvaluationConfig) -> None:
-    """The settings whose type alone says whether they fit: flags, paths and the Ray address.
-
-    Raises:
-        ConfigError: one that does not, naming it and what it takes.
-    """
-    for name in _FLAGS:
-        value = getattr(config, name)
-        if not isinstance(value, bool):
-            raise ConfigError(f"{name}={value!r}: True or False.")
-    cache = config.cache_dir
-    if not (cache is None or cache is False or isinstance(cache, str | Path)):
-        raise ConfigError(f"cache_dir={cache!r}: a folder (str or Path), False for no cache, or None.")
-    if not (config.out is None or isinstance(config.out, str | Path)):
-        raise ConfigError(f"out={config.out!r}: a results folder (str or Path), or None.")
-    address = config.ray_address
-    if not (address is None or (isinstance(address, str) and address.strip())):
-        raise ConfigError(f"ray_address={address!r}: 'auto', 'host:port' or 'ray://host:port', or None.")
-    for name in ("on_round", "on_progress"):
-        value = getattr(config, name)
-        if value is not None and not callable(value):
-            raise ConfigError(f"{name}={value!r}: a function, or None.")
-
-
 def names() -> list[str]:
     """Every setting's name, in order."""
     return [f.name for f in dataclasses.fields(EvaluationConfig) if f.init]
@@ -420,6 +433,63 @@ def described() -> dict[str, Setting]:
     return {f.name: f.metadata[KEY] for f in dataclasses.fields(EvaluationConfig) if f.init}
 
 
+def fields_of(view: Any) -> dict[str, Any]:
+    """A dataclass instance's fields by name, the values as they are (no copy, unlike `asdict`)."""
+    return {f.name: getattr(view, f.name) for f in dataclasses.fields(view)}
+
+
 CALLBACKS = frozenset(name for name, described_ in described().items() if not described_.saved)
 """Settings that only a caller in this process can give (a file or a job cannot hold a function), and the
 progress bar, which the command line's `quiet` decides."""
+
+SAVED: tuple[str, ...] = tuple(name for name in names() if name not in CALLBACKS)
+"""The settings a file holds (`config.yaml`, `--config`), in order."""
+
+
+def saved_settings(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of `values` (every setting's, or a configuration file's keys) that a file holds, in the
+    order `config.yaml` writes them.
+
+    >>> list(saved_settings(defaults()))[-3:], "on_round" in saved_settings(defaults())
+    (['executor', 'ray_address', 'num_workers'], False)
+    """
+    return {name: values[name] for name in SAVED}
+
+
+def group_view(group: SettingGroup) -> type:
+    """A frozen dataclass whose fields are the settings of `group`, in order: one branch of the settings
+    tree (`EvaluationConfig.group`). Made from the fields' groups, so a setting added to a group is in its
+    view with no change here.
+
+    >>> [f.name for f in dataclasses.fields(GROUP_VIEWS["engine"])]
+    ['cache_dir', 'chunk_size', 'dedupe']
+    """
+    settings = described()
+    fields = [(f.name, f.type) for f in dataclasses.fields(EvaluationConfig) if f.init]
+    branch = [(name, kind) for name, kind in fields if settings[name].group == group]
+    return frozen_class(f"{group.capitalize()}Settings", branch)
+
+
+def frozen_class(name: str, fields: list[tuple[str, Any]]) -> type:
+    """A frozen dataclass of this module (so that its instances pickle, by the module's name for it)."""
+    made = dataclasses.make_dataclass(name, fields, frozen=True)
+    made.__module__ = __name__
+    return made
+
+
+GROUP_VIEWS: dict[SettingGroup, type] = {group: group_view(group) for group in SETTING_GROUPS}
+"""Each setting group's view, in `SETTING_GROUPS`' order."""
+
+# Module names for the views, so that they pickle (a view travels as its class's qualified name).
+(
+    DataSettings,
+    ModelsSettings,
+    ScoringSettings,
+    EngineSettings,
+    ExecutorSettings,
+    OutputSettings,
+    CallbacksSettings,
+) = GROUP_VIEWS.values()
+
+SettingsTree = frozen_class("SettingsTree", list(GROUP_VIEWS.items()))
+"""Every setting nested by group, frozen: what `EvaluationConfig.tree` gives."""

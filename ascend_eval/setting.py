@@ -11,6 +11,20 @@ makes its flags from its fields, and so are the checks of a `--config` file's va
 ('engine', 'integer', '--chunk-size')
 >>> INTEGER.accepts(8), INTEGER.accepts(True), NUMBER.accepts(1), CACHE.accepts(False), CACHE.accepts(True)
 (True, False, True, True, False)
+
+`EvaluationConfig` checks every field from its `Setting` (`Setting.check`): its kind, its value set, its
+bounds. A file's value and a Python one are told apart where they may differ (a `Path`, a blank address):
+
+>>> SWITCH.check("dedupe", "no")
+Traceback (most recent call last):
+...
+ascend_eval.models.errors.ConfigError: dedupe='no': True or False.
+>>> described()["judge_mode"].check("judge_mode", "chat")
+Traceback (most recent call last):
+...
+ascend_eval.models.errors.ConfigError: judge_mode='chat'; valid: 'classify', 'generate'.
+>>> ADDRESS.accepts(""), ADDRESS.fits(""), FOLDER.accepts(Path("out")), FOLDER.fits(Path("out"))
+(True, False, False, True)
 """
 
 from __future__ import annotations
@@ -22,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.choices import SettingGroup
+from ascend_eval.models.errors import ConfigError
 
 KEY = "setting"
 """The key of a field's metadata that holds its `Setting`."""
@@ -52,6 +67,14 @@ class Kind:
     """Where `types` cannot say it: whether a file's value fits."""
     normal: Callable[[Any], Any] | None = None
     """A file's fitting value as `config.yaml` writes it (None: as it is)."""
+    stated: str = ""
+    """What a value given to `EvaluationConfig` must be, in words, for the message when it is not; empty
+    where the kind is checked elsewhere (a setting's `bound`, or where the value is used)."""
+    fit: Callable[[Any], bool] | None = None
+    """Where a Python value may be more than a file's (a `Path`) or less (a blank address): whether it fits
+    (None: as `accepts`)."""
+    optional: bool = True
+    """None is a value `EvaluationConfig` takes (its default); a switch is True or False, nothing else."""
 
     def accepts(self, value: Any) -> bool:
         """Whether `value` (not None) fits this kind in a `--config` file or on the command line."""
@@ -61,11 +84,26 @@ class Kind:
             return True
         return isinstance(value, bool) == (bool in self.types) and isinstance(value, self.types)
 
+    def fits(self, value: Any) -> bool:
+        """Whether `value` (not None) fits this kind as a setting of `EvaluationConfig`."""
+        return self.fit(value) if self.fit is not None else self.accepts(value)
+
+    def check(self, name: str, value: Any) -> None:
+        """Refuse a value of setting `name` that does not fit this kind (where the kind is `stated`).
+
+        Raises:
+            ConfigError: naming the setting and what it takes.
+        """
+        if not self.stated or (value is None and self.optional) or (value is not None and self.fits(value)):
+            return
+        raise ConfigError(f"{name}={value!r}: {self.stated}{', or None' if self.optional else ''}.")
+
 
 TEXT = Kind("text", (str,), "a string")
 INTEGER = Kind("integer", (int,), "an integer", parse=int)
 NUMBER = Kind("number", (float, int), "a number", parse=float)
-SWITCH = Kind("switch", (bool,), "true or false", switch=True)
+SWITCH = Kind("switch", (bool,), "true or false", switch=True, stated="True or False", optional=False)
+"""True or False, nothing else: `dedupe="no"` would otherwise read as true."""
 MODEL = Kind("model", (str, Mapping), "a model name, path or URL, or a mapping of ModelSpec fields")
 """A model: a string, or a mapping of `ModelSpec` fields (`ascend_eval.cli.config` checks their names)."""
 CACHE = Kind(
@@ -74,7 +112,24 @@ CACHE = Kind(
     parse=Path,
     accept=lambda value: value is False or isinstance(value, str | Path),
     normal=lambda value: value if value is False else str(value),
+    stated="a folder (str or Path), False for no cache",
 )
+FOLDER = Kind(
+    "folder",
+    (str,),
+    "a string",
+    stated="a results folder (str or Path)",
+    fit=lambda value: isinstance(value, str | Path),
+)
+"""A results folder: a string in a file, a string or `Path` in Python."""
+ADDRESS = Kind(
+    "address",
+    (str,),
+    "a string",
+    stated="'auto', 'host:port' or 'ray://host:port'",
+    fit=lambda value: isinstance(value, str) and bool(value.strip()),
+)
+"""A Ray cluster's address; a blank one is refused when the config is built."""
 PAIRS = Kind(
     "pairs",
     expected="a mapping of our column names to your dataset's, e.g. {user_input: query}",
@@ -85,7 +140,7 @@ PAIRS = Kind(
 )
 ANY = Kind("any")
 """Checked where it is used (`trace`)."""
-FUNCTION = Kind("function", expected="a function", accept=callable)
+FUNCTION = Kind("function", expected="a function", accept=callable, stated="a function")
 """A callback: no flag, no file key."""
 
 
@@ -111,6 +166,24 @@ class Setting:
     saved: bool = True
     """A key of `--config` files and `config.yaml` (a callback, or the progress bar that `quiet` decides,
     is not)."""
+    hint: str = ""
+    """Said after the value set when a value is not in it."""
+    bound: Callable[[str, Any], Any] | None = None
+    """The check of a value of the right kind, called with the name and the value: a range, or the role of
+    a model. It raises `ConfigError`."""
+
+    def check(self, name: str, value: Any) -> None:
+        """Refuse a value of this setting that does not fit its kind, its value set or its bound.
+
+        Raises:
+            ConfigError: naming the setting and what it takes.
+        """
+        self.kind.check(name, value)
+        if self.choices is not None and value not in self.choices:
+            hint = f" {self.hint}" if self.hint else ""
+            raise ConfigError(f"{name}={value!r}; valid: {', '.join(map(repr, self.choices))}{hint}.")
+        if self.bound is not None:
+            self.bound(name, value)
 
     def flag(self, name: str) -> str | None:
         """The setting's own flag (None where it has none)."""

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import pytest
 
 import ascend_eval
+from ascend_eval.choices import SETTING_GROUPS
 from ascend_eval.cli.config import evaluate_defaults
-from ascend_eval.config import CALLBACKS, EXECUTOR_NAMES, ROLE_KEYS, EvaluationConfig, ModelChoice, names
+from ascend_eval.config import (
+    CALLBACKS,
+    EXECUTOR_NAMES,
+    GROUP_VIEWS,
+    ROLE_KEYS,
+    EngineLimits,
+    EvaluationConfig,
+    MetricContext,
+    ModelChoice,
+    described,
+    names,
+)
 from ascend_eval.executors import EXECUTORS
 from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.spec import ModelSpec
@@ -39,6 +52,17 @@ def test_bad_values_are_config_errors_that_name_the_setting(rule_judge, ngram_em
         ({"progress": "yes"}, "progress='yes'"),
         ({"out": 3}, "out=3"),
         ({"on_round": "print"}, "on_round='print': a function"),
+        # Checked from each field's description (`Setting.check`), with the same messages as before.
+        ({"ray_address": "  "}, r"ray_address='  ': 'auto', 'host:port' or 'ray://host:port', or None\."),
+        ({"progress": None}, r"progress=None: True or False\.$"),
+        ({"out": 3}, r"out=3: a results folder \(str or Path\), or None\."),
+        ({"on_progress": 1}, r"on_progress=1: a function, or None\."),
+        ({"language": None}, r"language=None; valid: 'auto', 'en', 'zh' \('auto': per sample\)\.$"),
+        ({"calibration": "platt"}, r"calibration='platt'; valid: 'auto', 'anchored', 'content_free'"),
+        ({"embedder": rule_judge}, "embedder"),
+        ({"cross_encoder": rule_judge}, "reranker"),
+        # Once refused only when the model was built, as ModelSpec.backend.
+        ({"judge_backend": "onnx"}, r"judge_backend='onnx'; valid: 'auto', 'torch', 'vllm'\."),
     ]:
         with pytest.raises(ConfigError, match=match):
             EvaluationConfig.of(**settings)
@@ -140,3 +164,39 @@ def test_every_setting_is_described_once_on_its_field():
         # A setting has its own flag, or names the one that sets it, or is a callback.
         assert bool(setting.flag(name)) + bool(setting.by) + (setting.group == "callbacks") == 1, name
     assert {name for name, setting in settings.items() if not setting.saved} == CALLBACKS
+
+
+def test_each_setting_is_in_exactly_one_group_view_and_the_views_are_frozen():
+    config = EvaluationConfig.of(chunk_size=8, judge_mode="generate", on_round=print)
+    seen = [f.name for view in GROUP_VIEWS.values() for f in dataclasses.fields(view)]
+    assert sorted(seen) == sorted(names()) and len(seen) == len(set(seen))
+    assert list(GROUP_VIEWS) == list(SETTING_GROUPS)
+    for group, view in GROUP_VIEWS.items():
+        part = config.group(group)
+        assert type(part) is view and view.__dataclass_params__.frozen
+        assert all(described()[f.name].group == group for f in dataclasses.fields(view))
+        assert all(getattr(part, f.name) == getattr(config, f.name) for f in dataclasses.fields(view))
+        assert pickle.loads(pickle.dumps(part)) == part or group == "callbacks"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.group("engine").chunk_size = 1  # type: ignore[misc]
+    tree = config.tree()
+    assert tree.engine.chunk_size == 8 and tree.callbacks.on_round is print
+    assert [f.name for f in dataclasses.fields(tree)] == list(SETTING_GROUPS)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tree.engine = None  # type: ignore[misc]
+
+
+def test_the_derived_views_are_made_from_the_groups():
+    config = EvaluationConfig.of(judge_mode="generate", language="zh")
+    scoring = [f.name for f in dataclasses.fields(GROUP_VIEWS["scoring"])]
+    assert [f.name for f in dataclasses.fields(MetricContext)] == scoring
+    assert (config.context.language, config.context.judge_mode) == ("zh", "generate")
+    assert {f.name for f in dataclasses.fields(EngineLimits)} <= set(names())
+
+
+def test_saved_is_what_config_files_hold():
+    config = EvaluationConfig.of(on_round=print, on_progress=print, progress=False, chunk_size=8)
+    saved = config.saved()
+    assert list(saved) == [name for name in names() if name not in CALLBACKS]
+    assert saved["chunk_size"] == 8 and not CALLBACKS & set(saved)
+    assert list(evaluate_defaults())[2:] == list(saved)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ascend_eval.config import CALLBACKS, ROLE_KEYS, defaults, described
+from ascend_eval.config import ROLE_KEYS, SAVED, defaults, described, saved_settings
 from ascend_eval.models.errors import AscendEvalError, ConfigError
 from ascend_eval.setting import MODEL, NUMBER, SWITCH, Kind
 from ascend_eval.writing import write_text
@@ -73,8 +73,7 @@ def evaluate_defaults() -> dict[str, Any]:
     >>> "on_round" in evaluate_defaults() or "progress" in evaluate_defaults()
     False
     """
-    settings = {name: value for name, value in defaults().items() if name not in CALLBACKS}
-    return {"dataset": None, "metrics": None, **settings}
+    return {"dataset": None, "metrics": None, **saved_settings(defaults())}
 
 
 def config_defaults() -> dict[str, Any]:
@@ -190,7 +189,8 @@ def kinds() -> dict[str, Kind]:
     >>> kinds()["chunk_size"].name, kinds()["cache_dir"].name, kinds()["quiet"].name
     ('integer', 'cache', 'switch')
     """
-    return {**{name: s.kind for name, s in described().items() if s.saved}, **CLI_KINDS}
+    settings = described()
+    return {**{name: settings[name].kind for name in SAVED}, **CLI_KINDS}
 
 
 def _check(key: str, value: Any, where: str) -> Any:
@@ -442,6 +442,18 @@ def check_run_folder(folder: Path) -> None:
     )
 
 
+def file_keys(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What `config.yaml` holds of an effective configuration: its keys (`config_defaults`: the dataset, the
+    metrics, the saved settings and the command line's own), in their order, and no other.
+
+    >>> config = {**config_defaults(), "on_round": print, "chunk_size": 8}
+    >>> keys = file_keys(config)
+    >>> list(keys) == list(config_defaults()), keys["chunk_size"], "on_round" in keys
+    (True, 8, False)
+    """
+    return {key: config[key] for key in config_defaults()}
+
+
 def write_config(config: Mapping[str, Any], folder: str | Path) -> Path:
     """Write the effective configuration as `folder/config.yaml`, which `--config` reads back. Written
     before the run, in one step: a full disk ends the command here, before any request, and leaves no
@@ -456,6 +468,6 @@ def write_config(config: Mapping[str, Any], folder: str | Path) -> Path:
     import yaml
 
     path = Path(folder) / CONFIG_FILE
-    plain = {k: str(v) if isinstance(v, Path) else v for k, v in config.items()}
+    plain = {k: str(v) if isinstance(v, Path) else v for k, v in file_keys(config).items()}
     body = yaml.safe_dump(plain, sort_keys=False, allow_unicode=True, default_flow_style=False)
     return write_text(path, HEADER.format(path=path) + body)
