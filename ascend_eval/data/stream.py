@@ -37,10 +37,8 @@ from ascend_eval.data.formats import (
     SUPPORTED_EXTENSIONS,
     csv_columns,
     describe_file,
-    file_extension,
-    iter_csv_rows,
-    iter_jsonl_rows,
-    iter_parquet_rows,
+    file_kind,
+    file_rows,
     parquet_columns,
     read_json_file,
 )
@@ -114,6 +112,15 @@ class SampleStream:
     def rows(self) -> Iterator[Row]:
         """The raw rows the samples are built from, in source order (a `Dataset`'s as `Sample.to_row`)."""
         return self._rows()
+
+    @property
+    def row_roles(self) -> Mapping[str, str]:
+        """What each key of `rows()` becomes, for `make_sample(index, row, stream.row_roles)`: `roles`, or,
+        for a `Dataset` (whose rows are `Sample.to_row`'s), the id and our column names as themselves and
+        every other key (its metadata) as metadata."""
+        if self._dataset is None:
+            return self.roles
+        return MappingProxyType({"id": "id", **{column.value: column.value for column in Column}})
 
     def __len__(self) -> int:
         """The number of samples: known once `check_samples` has run, or from the start where the source
@@ -316,21 +323,21 @@ def _open(source: Any) -> _Opened:
 
 def _open_file(path: Path) -> _Opened:
     description = describe_file(path)
-    extension = file_extension(path)
-    if extension == ".jsonl":
+    kind = file_kind(path)
+    if kind == "jsonl":
         seen: dict[str, None] = {}
         count = 0
-        for row in iter_jsonl_rows(path):
+        for row in file_rows(path, kind):
             seen.update(dict.fromkeys(row))
             count += 1
-        return _Opened("jsonl", description, list(seen), lambda: iter_jsonl_rows(path), count, read=True)
-    if extension == ".csv":
-        return _Opened("csv", description, csv_columns(path), lambda: iter_csv_rows(path), None, read=False)
-    if extension == ".parquet":
+        return _Opened(kind, description, list(seen), lambda: file_rows(path, kind), count, read=True)
+    if kind == "csv":
+        return _Opened(kind, description, csv_columns(path), lambda: file_rows(path, kind), None, read=False)
+    if kind == "parquet":
         columns, count = parquet_columns(path)
-        return _Opened("parquet", description, columns, lambda: iter_parquet_rows(path), count, read=False)
+        return _Opened(kind, description, columns, lambda: file_rows(path, kind), count, read=False)
     columns, rows, description = read_json_file(path)  # .json: one document, parsed whole
-    return _Opened("json", description, columns, lambda: iter(rows), len(rows), read=True)
+    return _Opened(kind, description, columns, lambda: iter(rows), len(rows), read=True)
 
 
 def _open_hf(split: Any, description: str, items: str) -> _Opened:
