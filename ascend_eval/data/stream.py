@@ -72,7 +72,18 @@ class SampleStream:
     sample is reached; `check_samples` finds every such problem before a run starts.
     """
 
-    __slots__ = ("_dataset", "_length", "_rows", "columns", "kind", "origin", "roles", "source")
+    __slots__ = (
+        "_checked",
+        "_dataset",
+        "_length",
+        "_rows",
+        "columns",
+        "kind",
+        "lacking",
+        "origin",
+        "roles",
+        "source",
+    )
 
     def __init__(
         self,
@@ -100,6 +111,9 @@ class SampleStream:
         self._rows = rows
         self._length = length
         self._dataset = dataset
+        self.lacking: frozenset[Column] = frozenset()
+        """After `check(..., may_lack=...)`: the columns of `may_lack` that some sample lacks."""
+        self._checked: dict[str, frozenset[Any]] = {}
 
     def __iter__(self) -> Iterator[Sample]:
         """The samples, in source order, each built as it is reached (a `Dataset`'s own, as they are)."""
@@ -140,9 +154,14 @@ class SampleStream:
         requirements: Mapping[str, Iterable[Column | str | UserColumn]],
         *,
         warn_long_contexts: bool = True,
+        may_lack: Iterable[Column] = (),
     ) -> int:
-        """`check_samples(self, ...)`."""
-        checks = SampleChecks(requirements, warn_long_contexts=warn_long_contexts)
+        """`check_samples(self, ...)`; `may_lack` as for `SampleChecks`, its finding kept in `lacking`.
+
+        A check that passed with the long-context warning given and nothing lacking is remembered:
+        `checked_count` then answers for the same requirements without reading the source again."""
+        self._checked = {}
+        checks = SampleChecks(requirements, warn_long_contexts=warn_long_contexts, may_lack=may_lack)
         if self._dataset is not None:  # load_dataset returns a Dataset as it is; only validate checks it
             for sample in self._dataset:
                 checks.add(sample)
@@ -166,7 +185,21 @@ class SampleStream:
                 self._raise_repeated_ids(suspects)
         checks.finish(self.source, self.columns, self.roles)
         self._length = checks.count
+        self.lacking = frozenset(checks.lacking)
+        if warn_long_contexts and not self.lacking:
+            self._checked = {metric: _needs(needed) for metric, needed in requirements.items()}
         return checks.count
+
+    def checked_count(self, requirements: Mapping[str, Iterable[Column | str | UserColumn]]) -> int | None:
+        """The number of samples where a `check` has passed already for these requirements (each metric's
+        columns among those it checked), so that a second check would only read the source again; else
+        None."""
+        done = self._checked
+        if not done or any(
+            not _needs(needed) <= done.get(metric, frozenset()) for metric, needed in requirements.items()
+        ):
+            return None
+        return self._length
 
     def _raise_repeated_ids(self, suspects: set[int]) -> None:
         """A second pass for the ids whose hashes repeat: `check_unique_ids`'s error if two samples share
@@ -196,6 +229,8 @@ def open_samples(source: Any, *, column_map: Mapping[str, str] | None = None) ->
             `EvaluationDataset`, a columnar dict, a list of row dicts or of `Sample`s, or a `Dataset`.
         column_map: As for `load_dataset`.
 
+    A `SampleStream` is returned as it is (a job's, checked already: `SampleStream.checked_count`).
+
     Returns:
         A `SampleStream` whose samples are `load_dataset(source, column_map=column_map)`'s.
 
@@ -206,6 +241,13 @@ def open_samples(source: Any, *, column_map: Mapping[str, str] | None = None) ->
             only building the samples finds are left to `check_samples`.
         MissingDependencyError: A Parquet file is given and pyarrow is not installed.
     """
+    if isinstance(source, SampleStream):
+        if column_map:
+            raise DataError(
+                f"column_map={dict(column_map)!r} was passed with an opened stream ({source.source}); it "
+                "only applies while opening. Pass the original source instead."
+            )
+        return source
     if isinstance(source, Dataset):
         if column_map:
             raise DataError(
@@ -269,6 +311,13 @@ def check_samples(
             lack the columns their metrics need.
     """
     return stream.check(requirements, warn_long_contexts=warn_long_contexts)
+
+
+def _needs(needed: Iterable[Column | str | UserColumn] | Column | str | UserColumn) -> frozenset[Any]:
+    """A requirement's columns as a set, as `SampleChecks` reads them (one column, or several)."""
+    if isinstance(needed, (str, Column, UserColumn)):
+        return frozenset([needed])
+    return frozenset(needed)
 
 
 # --------------------------------------------------------------------------------------------------
