@@ -34,7 +34,8 @@ def evaluate(
     Args:
         dataset: a built-in dataset name ("bilingual-example"), a ragas columnar dict, a list of rows,
             a path to JSON/JSONL/CSV/Parquet, a pandas DataFrame, a Hugging Face `datasets.Dataset` or a
-            RAGAS `EvaluationDataset`.
+            RAGAS `EvaluationDataset`; or a `SampleStream` (`open_samples`), which is not checked again
+            where it has passed a check for these metrics already (`SampleStream.checked_count`).
         metrics: names (RAGAS's or NeMo Evaluator's, e.g. "system/rag-faithfulness"), `Metric`
             instances, or None for every available metric.
         config: the run's settings (`EvaluationConfig`); default: every default.
@@ -65,8 +66,11 @@ def evaluate(
         dataset = builtin
     stream = open_samples(dataset, column_map=config.column_map)
     chosen = resolve_metrics(metrics)
-    count = check_samples(stream, {m.name: m.needs for m in chosen})
-    inputs = [dataset] if isinstance(dataset, str | Path) else []
+    requirements = {m.name: m.needs for m in chosen}
+    count = stream.checked_count(requirements)  # a job's stream is checked once, by the job
+    if count is None:
+        count = check_samples(stream, requirements)
+    inputs = [stream.origin] if isinstance(stream.origin, str | Path) else []
     folder = None if config.out is None else check_output_dir(config.out, inputs=inputs, what="out")
     tracer = tracer_for(config.trace)
     names = [m.name for m in chosen]

@@ -206,20 +206,6 @@ def _without_leading_boms(lines: Iterator[str]) -> Iterator[str]:
         yield line.lstrip(BOM) if number == 0 else line
 
 
-def leading_boms(path: Path) -> int:
-    """How many byte-order marks the file at `path` starts with (0 when it cannot be read)."""
-    mark = BOM.encode("utf-8")
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return 0
-    count = 0
-    while head.startswith(mark, count * len(mark)):
-        count += 1
-    return count
-
-
 def _arrow_errors(pa: Any) -> tuple[type[BaseException], ...]:
     """What pyarrow raises for a file it cannot read as Parquet."""
     return (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException)
@@ -348,15 +334,38 @@ def iter_parquet_rows(path: Path, *, batch_size: int = 1024) -> Iterator[Row]:
     pa, _ = _pyarrow(path)
     handle = _open_parquet(path)
     try:
-        columns = _data_columns(handle.schema_arrow.names)
         # Every column is read, the index ones too: a damaged index column is an error, as it is for
         # pyarrow's read_table.
         for batch in handle.iter_batches(batch_size=batch_size):
-            yield from pa.Table.from_batches([batch]).select(columns).to_pylist()
+            yield from arrow_rows(pa.Table.from_batches([batch]))
     except _arrow_errors(pa) as exc:
         raise _bad_parquet(path, exc) from exc
     finally:
         handle.close()
+
+
+def arrow_rows(table: Any) -> list[Row]:
+    """The rows of an Arrow table read from a Parquet file, as `iter_parquet_rows` gives them: its data
+    columns only (a pandas index column is not one), each cell as pyarrow gives it in Python."""
+    return table.select(_data_columns(table.column_names)).to_pylist()
+
+
+def file_rows(path: Path, kind: str) -> Iterator[Row]:
+    """The rows of a `.jsonl`, `.csv` or `.parquet` file, read a row at a time by the reader of its `kind`
+    (the extension without its dot, as `file_kind` gives it): the one table of which reader reads which
+    format, for `open_samples` and for the blocks a cluster reads (`ascend_eval.data.blocks`)."""
+    readers = {"jsonl": iter_jsonl_rows, "csv": iter_csv_rows, "parquet": iter_parquet_rows}
+    return readers[kind](path)
+
+
+def file_kind(path: Path) -> str:
+    """The format of a dataset file that exists and is of a format read here: its lower-case extension
+    without the dot ("json", "jsonl", "csv", "parquet").
+
+    Raises:
+        DataError: as `file_extension`.
+    """
+    return file_extension(path).lstrip(".")
 
 
 def _open_parquet(path: Path) -> Any:

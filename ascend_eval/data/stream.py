@@ -37,10 +37,8 @@ from ascend_eval.data.formats import (
     SUPPORTED_EXTENSIONS,
     csv_columns,
     describe_file,
-    file_extension,
-    iter_csv_rows,
-    iter_jsonl_rows,
-    iter_parquet_rows,
+    file_kind,
+    file_rows,
     parquet_columns,
     read_json_file,
 )
@@ -74,7 +72,18 @@ class SampleStream:
     sample is reached; `check_samples` finds every such problem before a run starts.
     """
 
-    __slots__ = ("_dataset", "_length", "_rows", "columns", "kind", "origin", "roles", "source")
+    __slots__ = (
+        "_checked",
+        "_dataset",
+        "_length",
+        "_rows",
+        "columns",
+        "kind",
+        "lacking",
+        "origin",
+        "roles",
+        "source",
+    )
 
     def __init__(
         self,
@@ -102,6 +111,9 @@ class SampleStream:
         self._rows = rows
         self._length = length
         self._dataset = dataset
+        self.lacking: frozenset[Column] = frozenset()
+        """After `check(..., may_lack=...)`: the columns of `may_lack` that some sample lacks."""
+        self._checked: dict[str, frozenset[Any]] = {}
 
     def __iter__(self) -> Iterator[Sample]:
         """The samples, in source order, each built as it is reached (a `Dataset`'s own, as they are)."""
@@ -114,6 +126,15 @@ class SampleStream:
     def rows(self) -> Iterator[Row]:
         """The raw rows the samples are built from, in source order (a `Dataset`'s as `Sample.to_row`)."""
         return self._rows()
+
+    @property
+    def row_roles(self) -> Mapping[str, str]:
+        """What each key of `rows()` becomes, for `make_sample(index, row, stream.row_roles)`: `roles`, or,
+        for a `Dataset` (whose rows are `Sample.to_row`'s), the id and our column names as themselves and
+        every other key (its metadata) as metadata."""
+        if self._dataset is None:
+            return self.roles
+        return MappingProxyType({"id": "id", **{column.value: column.value for column in Column}})
 
     def __len__(self) -> int:
         """The number of samples: known once `check_samples` has run, or from the start where the source
@@ -133,9 +154,14 @@ class SampleStream:
         requirements: Mapping[str, Iterable[Column | str | UserColumn]],
         *,
         warn_long_contexts: bool = True,
+        may_lack: Iterable[Column] = (),
     ) -> int:
-        """`check_samples(self, ...)`."""
-        checks = SampleChecks(requirements, warn_long_contexts=warn_long_contexts)
+        """`check_samples(self, ...)`; `may_lack` as for `SampleChecks`, its finding kept in `lacking`.
+
+        A check that passed with the long-context warning given and nothing lacking is remembered:
+        `checked_count` then answers for the same requirements without reading the source again."""
+        self._checked = {}
+        checks = SampleChecks(requirements, warn_long_contexts=warn_long_contexts, may_lack=may_lack)
         if self._dataset is not None:  # load_dataset returns a Dataset as it is; only validate checks it
             for sample in self._dataset:
                 checks.add(sample)
@@ -159,7 +185,21 @@ class SampleStream:
                 self._raise_repeated_ids(suspects)
         checks.finish(self.source, self.columns, self.roles)
         self._length = checks.count
+        self.lacking = frozenset(checks.lacking)
+        if warn_long_contexts and not self.lacking:
+            self._checked = {metric: _needs(needed) for metric, needed in requirements.items()}
         return checks.count
+
+    def checked_count(self, requirements: Mapping[str, Iterable[Column | str | UserColumn]]) -> int | None:
+        """The number of samples where a `check` has passed already for these requirements (each metric's
+        columns among those it checked), so that a second check would only read the source again; else
+        None."""
+        done = self._checked
+        if not done or any(
+            not _needs(needed) <= done.get(metric, frozenset()) for metric, needed in requirements.items()
+        ):
+            return None
+        return self._length
 
     def _raise_repeated_ids(self, suspects: set[int]) -> None:
         """A second pass for the ids whose hashes repeat: `check_unique_ids`'s error if two samples share
@@ -189,6 +229,8 @@ def open_samples(source: Any, *, column_map: Mapping[str, str] | None = None) ->
             `EvaluationDataset`, a columnar dict, a list of row dicts or of `Sample`s, or a `Dataset`.
         column_map: As for `load_dataset`.
 
+    A `SampleStream` is returned as it is (a job's, checked already: `SampleStream.checked_count`).
+
     Returns:
         A `SampleStream` whose samples are `load_dataset(source, column_map=column_map)`'s.
 
@@ -199,6 +241,13 @@ def open_samples(source: Any, *, column_map: Mapping[str, str] | None = None) ->
             only building the samples finds are left to `check_samples`.
         MissingDependencyError: A Parquet file is given and pyarrow is not installed.
     """
+    if isinstance(source, SampleStream):
+        if column_map:
+            raise DataError(
+                f"column_map={dict(column_map)!r} was passed with an opened stream ({source.source}); it "
+                "only applies while opening. Pass the original source instead."
+            )
+        return source
     if isinstance(source, Dataset):
         if column_map:
             raise DataError(
@@ -264,6 +313,13 @@ def check_samples(
     return stream.check(requirements, warn_long_contexts=warn_long_contexts)
 
 
+def _needs(needed: Iterable[Column | str | UserColumn] | Column | str | UserColumn) -> frozenset[Any]:
+    """A requirement's columns as a set, as `SampleChecks` reads them (one column, or several)."""
+    if isinstance(needed, (str, Column, UserColumn)):
+        return frozenset([needed])
+    return frozenset(needed)
+
+
 # --------------------------------------------------------------------------------------------------
 # Sources -> columns and a way to read the rows
 
@@ -316,21 +372,21 @@ def _open(source: Any) -> _Opened:
 
 def _open_file(path: Path) -> _Opened:
     description = describe_file(path)
-    extension = file_extension(path)
-    if extension == ".jsonl":
+    kind = file_kind(path)
+    if kind == "jsonl":
         seen: dict[str, None] = {}
         count = 0
-        for row in iter_jsonl_rows(path):
+        for row in file_rows(path, kind):
             seen.update(dict.fromkeys(row))
             count += 1
-        return _Opened("jsonl", description, list(seen), lambda: iter_jsonl_rows(path), count, read=True)
-    if extension == ".csv":
-        return _Opened("csv", description, csv_columns(path), lambda: iter_csv_rows(path), None, read=False)
-    if extension == ".parquet":
+        return _Opened(kind, description, list(seen), lambda: file_rows(path, kind), count, read=True)
+    if kind == "csv":
+        return _Opened(kind, description, csv_columns(path), lambda: file_rows(path, kind), None, read=False)
+    if kind == "parquet":
         columns, count = parquet_columns(path)
-        return _Opened("parquet", description, columns, lambda: iter_parquet_rows(path), count, read=False)
+        return _Opened(kind, description, columns, lambda: file_rows(path, kind), count, read=False)
     columns, rows, description = read_json_file(path)  # .json: one document, parsed whole
-    return _Opened("json", description, columns, lambda: iter(rows), len(rows), read=True)
+    return _Opened(kind, description, columns, lambda: iter(rows), len(rows), read=True)
 
 
 def _open_hf(split: Any, description: str, items: str) -> _Opened:

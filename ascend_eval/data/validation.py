@@ -92,6 +92,10 @@ class SampleChecks:
     Args:
         requirements: Metric name -> the columns it needs, as for `validate`.
         warn_long_contexts: As for `validate`.
+        may_lack: Columns a caller fills in later (a job's RAG pipeline fills the contexts and answers):
+            a sample without a value in one (None, an empty string or an empty list) is no problem here;
+            `lacking` says which of them the metrics need and some sample lacks. The long-context warning
+            is then left to the check of the filled samples.
 
     >>> checks = SampleChecks({"answer_relevancy": ["question", "answer"]})
     >>> for sample in [Sample(id="0", user_input="q", response="a"), Sample(id="1", user_input="q")]:
@@ -109,9 +113,12 @@ class SampleChecks:
         requirements: Mapping[str, Iterable[Column | str | UserColumn]],
         *,
         warn_long_contexts: bool = True,
+        may_lack: Iterable[Column] = (),
     ) -> None:
         self.count = 0
         """How many samples have been added."""
+        self.lacking: set[Column] = set()
+        """The columns of `may_lack` the metrics need that some sample added has no value for."""
         self._warn = warn_long_contexts
         self._long = self._longest = 0
         self._needs: list[tuple[str, Column]] = []
@@ -136,6 +143,7 @@ class SampleChecks:
                     self._gaps.setdefault(column, (_Gap(), _Gap()))
         except Exception as exc:  # raised where validate meets it: after the checks of the samples
             self._requirement_error = exc
+        self._may_lack = frozenset(may_lack) & set(self._gaps)
 
     def add(self, sample: Sample) -> None:
         """Check the next sample.
@@ -160,6 +168,7 @@ class SampleChecks:
         for name, gap in self._user_gaps.items():
             if sample.metadata.get(name) is None:
                 gap.add(index, sample.id)
+        self.lacking.update(column for column in self._may_lack if not sample.get(column))
         self.count += 1
 
     def finish(self, source: str, columns: Sequence[str], roles: Mapping[str, str]) -> None:
@@ -178,7 +187,7 @@ class SampleChecks:
                 f"The dataset ({source}) is empty: there are no samples to evaluate. Check the file, or the "
                 "filter that produced it."
             )
-        if self._long:
+        if self._long and not self.lacking:
             logger.warning(
                 "%d context(s) are longer than %s characters (the longest has %s); they are sent whole. A "
                 "judge with a smaller context window truncates or fails them: cut them first (jobs: "
@@ -192,7 +201,7 @@ class SampleChecks:
         problems: list[str] = []
         for metric, column in self._needs:
             absent, empty = self._gaps[column]
-            if absent.count or empty.count:
+            if column not in self._may_lack and (absent.count or empty.count):
                 problems.append(_problem(metric, column, absent, empty, self.count, columns, roles))
         for metric, name in self._user:
             gap = self._user_gaps[name]

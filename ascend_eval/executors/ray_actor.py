@@ -3,13 +3,13 @@ back (`ascend_eval.executors.ray_data` is the driver side).
 
 Each actor builds its model runtimes once, in `__init__`, and scores every batch it is given with our own
 engine (`ascend_eval.executors.local.score_samples`, as `evaluate()` runs it, with the runtimes it built
-and the node's request cache), so a batch
-scores exactly as the same samples would in one local run. A batch is a block of raw rows as Ray read them;
-the actor turns them into samples with the same cell conversion `load_dataset` uses (`make_sample`), and
-hands back, per row, the row itself (pickled, so the driver rebuilds the sample with its dataset position),
-the prompt language and every metric's score, reason and details; the first row of a batch also carries the
-batch's stage stats and prompt tags. Everything else is left out, so the driver streams results without the
-dataset's text crossing the cluster twice in another form.
+and the node's request cache), so a batch scores exactly as the same samples would in one local run. A
+batch is a block of raw rows as our readers give them (`ascend_eval.data.blocks`); the actor turns them
+into samples with the same cell conversion `load_dataset` uses (`make_sample`), and hands back, per row,
+the row itself (pickled, so the driver rebuilds the sample with its dataset position), the prompt language
+and every metric's score, reason and details; the first row of a batch also carries the batch's stage
+stats and prompt tags. Everything else is left out, so the driver streams results without the dataset's
+text crossing the cluster twice in another form.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from dataclasses import asdict
 from typing import Any
 
 from ascend_eval.config import EvaluationConfig
+from ascend_eval.data.blocks import arrow_rows
 from ascend_eval.data.cells import make_sample
-from ascend_eval.data.formats import BOM
 from ascend_eval.engine import Backends
 from ascend_eval.executors.local import open_cache, score_samples
 from ascend_eval.metrics import resolve_metrics
@@ -37,11 +37,10 @@ ROW, LANGUAGE, STAGES, PROMPTS, MODELS = "row", "language", "stages", "prompts",
 WORKER, NODE, PID, RESTARTED = "worker", "node", "pid", "restarted"
 """Columns of every scored batch besides the metrics' own (`score_column` and friends)."""
 
-KINDS = ("jsonl", "arrow", "pandas", "pickled")
-"""How a batch holds its rows: JSON lines (read as text, parsed here so that cells keep their JSON types),
-Arrow tables (Parquet, CSV read as text, Hugging Face datasets), pandas frames (a DataFrame, with its cells
-as pandas holds them) or pickled rows (lists of rows, columnar dicts, .json files: read by our own reader
-in the driver)."""
+KINDS = ("arrow", "pickled")
+"""How a batch holds its rows: Arrow tables (a Parquet file, read by Ray's Parquet reader), made rows by
+`arrow_rows` as our Parquet reader makes them; or pickled rows (a `ROW` column), as our readers gave them
+(a `.jsonl` or `.csv` file read on the cluster; anything the driver read)."""
 
 
 def score_column(metric: str) -> str:
@@ -56,26 +55,13 @@ def details_column(metric: str) -> str:
     return f"details:{metric}"
 
 
-def batch_rows(kind: str, batch: Any, columns: Sequence[str]) -> list[dict[str, Any]]:
-    """The rows of a batch as `load_dataset`'s readers give them, keeping only the dataset's columns (a
-    Parquet file's pandas index column, say, is not one)."""
-    wanted = set(columns)
-    if kind == "jsonl":
-        # read_text has split the file the way our reader does (str.splitlines, blank lines dropped, and
-        # byte-order marks at the start of a line); a line keeps its JSON types (pyarrow's JSON reader
-        # would infer a schema and change cells).
-        lines = (line.lstrip(BOM) for line in batch.column("text").to_pylist())
-        rows = [json.loads(line) for line in lines if line.strip()]
-    elif kind == "arrow":
-        rows = batch.to_pylist()
-    elif kind == "pandas":
-        names = [str(name) for name in batch.columns]
-        rows = [dict(zip(names, values, strict=True)) for values in batch.itertuples(index=False, name=None)]
-    elif kind == "pickled":
-        rows = [pickle.loads(blob) for blob in batch.column(ROW).to_pylist()]
-    else:
-        raise ValueError(f"unknown batch kind {kind!r}; one of {KINDS}")
-    return [{name: value for name, value in row.items() if name in wanted} for row in rows]
+def batch_rows(kind: str, batch: Any) -> list[dict[str, Any]]:
+    """The rows of a batch as `open_samples`'s readers give them (`KINDS`)."""
+    if kind == "arrow":
+        return arrow_rows(batch)
+    if kind == "pickled":
+        return [pickle.loads(blob) for blob in batch.column(ROW).to_pylist()]
+    raise ValueError(f"unknown batch kind {kind!r}; one of {KINDS}")
 
 
 def merge_stage(total: dict[str, Any], part: Mapping[str, Any]) -> dict[str, Any]:
@@ -148,7 +134,7 @@ class BatchScorer:
 
         if self.failure is not None:
             raise self.failure
-        rows = batch_rows(self.kind, batch, list(self.roles))
+        rows = batch_rows(self.kind, batch)
         columns: dict[str, list[Any]] = {ROW: [], LANGUAGE: [], STAGES: [], PROMPTS: [], MODELS: []}
         fields = [pa.field(ROW, pa.binary()), pa.field(LANGUAGE, pa.string())]
         fields += [pa.field(name, pa.string()) for name in (STAGES, PROMPTS, MODELS)]

@@ -2,10 +2,12 @@
 actors (`ascend_eval.executors.ray_actor.BatchScorer`: one engine per actor, models built once), and streams
 the scored samples back in dataset order.
 
-* The dataset is read where it lies: `.parquet` with `read_parquet`, `.jsonl` with `read_text` (each line
-  parsed with `json` in the actor, so cells keep their JSON types), `.csv` with `read_csv` with every column
-  as text and only an empty cell as null (as our CSV reader keeps cells); a DataFrame, a Hugging Face
-  dataset and in-memory rows come from the driver. The driver has already validated it with our readers.
+* The dataset is read as `open_samples` reads it, every format by `data/`'s own decisions
+  (`ascend_eval.data.blocks`): `.jsonl` and `.csv` where they lie, by our own readers in a task on the
+  cluster; `.parquet` by Ray's `read_parquet`, spread over the cluster, each block made rows by
+  `arrow_rows`; a `.json` file, a DataFrame, a Hugging Face dataset and in-memory rows by the driver, from
+  the stream's rows. The actors make samples with `make_sample` and the stream's roles. The driver has
+  already checked the samples (`check_samples`).
 * One actor per accelerator where the models run on one (`num_gpus=1`, or the custom resource `NPU` on
   Ascend), else one per node (at least two where the cluster has two CPUs): see `default_workers`.
 * An endpoint judge (a URL) is shared by all actors: each gets its share of the spec's `parallelism`.
@@ -26,15 +28,14 @@ import os
 import pickle
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ascend_eval.config import EvaluationConfig
+from ascend_eval.data.blocks import ARROW_FILES, ROW_FILES, file_blocks
 from ascend_eval.data.cells import make_sample
-from ascend_eval.data.columns import column_roles
-from ascend_eval.data.formats import leading_boms, read_json_file
-from ascend_eval.data.objects import is_type, read_mapping, rows_from_items, union_keys
+from ascend_eval.data.stream import SampleStream, open_samples
 from ascend_eval.engine.stats import StageStats
 from ascend_eval.examples import builtin_dataset
 from ascend_eval.executors.base import RunInput
@@ -214,7 +215,7 @@ def _our_error(exc: BaseException) -> AscendEvalError | None:
 def score_on_ray(
     source: Any,
     *,
-    roles: Mapping[str, str],
+    roles: Mapping[str, str] | None = None,
     count: int,
     metrics: Sequence[str | Metric],
     config: EvaluationConfig,
@@ -227,10 +228,13 @@ def score_on_ray(
     """Score `source` on a Ray cluster; the scored samples stream back in dataset order.
 
     Args:
-        source: the dataset as given to evaluate() (already validated by the caller): a path to a
-            .jsonl/.csv/.parquet/.json file (on storage every node reads), a pandas DataFrame, a Hugging
-            Face `datasets.Dataset`, a list of rows, a columnar dict or a built-in dataset name.
-        roles: source column -> role (`ascend_eval.data.columns.column_roles`).
+        source: the dataset, already checked by the caller: a `SampleStream` (`open_samples`, as
+            evaluate() opened it), or what evaluate() accepts (a path to a .jsonl/.csv/.parquet/.json file
+            on storage every node reads, a pandas DataFrame, a Hugging Face `datasets.Dataset`, a list of
+            rows, a columnar dict or a built-in dataset name), opened here. Either is read as
+            `open_samples` reads it (`ascend_eval.data.blocks`).
+        roles: source column -> role (`ascend_eval.data.columns.column_roles`); default: the stream's
+            (`SampleStream.row_roles`), `column_map` applied where the stream was opened with one.
         count: the number of rows (checked against what Ray read).
         metrics: the metric names or objects (a user's criteria and rubrics travel to the actors as objects).
         config: the run's settings; the actors get `config.for_actors()`. Its models must be picklable
@@ -261,12 +265,16 @@ def score_on_ray(
         for role in needed
     }
     requested = config.device or os.environ.get(DEVICE_ENV) or "auto"
+    if isinstance(source, str) and not Path(source).exists() and (builtin := builtin_dataset(source)):
+        source = builtin
+    stream = source if isinstance(source, SampleStream) else open_samples(source)
+    roles = stream.row_roles if roles is None else roles
     owns_ray = connect(ray, address, num_cpus=max(os.cpu_count() or 1, num_workers or 1))
     try:
         placement = placement_of(models, requested, ray.cluster_resources())
         workers = num_workers or default_workers(ray, placement)
         remote = actor_resources(ray, placement, workers, num_cpus_per_worker)
-        kind, dataset = read_source(ray, source, roles, blocks=max(1, math.ceil(count / batch_size)))
+        kind, dataset = read_source(ray, stream, count=count, size=batch_size)
         constructor = {
             "kind": kind,
             "roles": dict(roles),
@@ -378,43 +386,33 @@ def for_actor(spec: Any, placement: str, workers: int) -> Any:
     return spec
 
 
-def read_source(ray: Any, source: Any, roles: Mapping[str, str], *, blocks: int) -> tuple[str, Any]:
-    """`source` as a Ray Dataset of about `blocks` blocks, and how its batches hold rows (`KINDS`)."""
-    if isinstance(source, str) and not Path(source).exists() and (builtin := builtin_dataset(source)):
-        source = builtin
-    if isinstance(source, str | os.PathLike):
-        path = Path(os.fspath(source)).expanduser().absolute()
-        extension = path.suffix.lower()
-        if extension == ".parquet":
+def read_source(ray: Any, stream: SampleStream, *, count: int, size: int) -> tuple[str, Any]:
+    """The stream's rows as a Ray Dataset of blocks of about `size` rows, and how its batches hold them
+    (`KINDS`). Every format is read as `open_samples` reads it (`ascend_eval.data.blocks`): a `.jsonl` or
+    `.csv` file by our own reader, in a task on the cluster; a `.parquet` file by Ray's Parquet reader,
+    spread over the cluster, its blocks made rows in the actors; anything else by the driver."""
+    blocks = max(1, math.ceil(count / size))
+    if stream.kind in ROW_FILES + ARROW_FILES:
+        path = Path(os.fspath(stream.origin)).expanduser().absolute()
+        if stream.kind in ARROW_FILES:
             return "arrow", read_parquet(ray, path, blocks)
-        if extension == ".jsonl":
-            text = ray.data.read_text(
-                str(path), encoding="utf-8-sig", num_cpus=READ_CPUS, override_num_blocks=blocks
-            )
-            return "jsonl", text
-        if extension == ".csv":
-            return "arrow", read_csv_as_text(ray, path, list(roles), blocks)
-        _, rows, _ = read_json_file(path)  # .json: one document, parsed whole by our reader
-        return "pickled", pickled_rows(ray, rows, blocks)
-    if is_type(source, "pandas", "DataFrame"):
-        frame = source
-        if any(not isinstance(name, str) for name in frame.columns):
-            frame = frame.set_axis([str(name) for name in frame.columns], axis=1)
-        size = max(1, math.ceil(len(frame) / blocks))
-        parts = [frame.iloc[start : start + size] for start in range(0, len(frame), size)] or [frame]
-        with data_context(ray, enable_tensor_extension_casting=False):  # cells stay as pandas holds them
-            return "pandas", ray.data.from_pandas(parts)
-    if is_type(source, "datasets", "DatasetDict", "IterableDatasetDict"):
-        (source,) = source.values()  # one split: the caller's reader refused several
-    if is_type(source, "datasets", "Dataset", "IterableDataset"):
-        return "arrow", ray.data.from_huggingface(source, override_num_blocks=blocks)
-    if isinstance(source, Mapping):
-        _, rows, _ = read_mapping(source, "dict")
-    elif hasattr(source, "samples") and not isinstance(source, str | bytes):
-        rows = rows_from_items(source.samples, "EvaluationDataset.samples")
-    else:
-        rows = rows_from_items(source, "list")
-    return "pickled", pickled_rows(ray, rows, blocks)
+        return "pickled", read_file(ray, path, stream.kind, size)
+    return "pickled", pickled_rows(ray, stream.rows(), blocks)
+
+
+def read_file(ray: Any, path: Path, kind: str, size: int) -> Any:
+    """A `.jsonl` or `.csv` file read by our own reader in one task on the cluster (where the file lies on
+    storage every node reads, as Ray's own readers read one file), as a Ray Dataset of one block per `size`
+    rows, so that the actors share the blocks."""
+    task = ray.remote(num_cpus=READ_CPUS, num_returns="streaming")(file_tables)
+    return ray.data.from_arrow_refs(list(task.remote(str(path), kind, size)))
+
+
+def file_tables(path: str, kind: str, size: int) -> Iterator[Any]:
+    """The rows of the file at `path`, read by our reader for `kind` (`ascend_eval.data.blocks`), `size`
+    at a time, each block a table of pickled rows (`pickled_table`)."""
+    for rows in file_blocks(path, kind, size):
+        yield pickled_table(rows)
 
 
 def read_parquet(ray: Any, path: Path, blocks: int) -> Any:
@@ -439,57 +437,28 @@ def data_context(ray: Any, **settings: Any) -> Iterator[None]:
             setattr(context, name, value)
 
 
-def read_csv_as_text(ray: Any, path: Path, columns: Sequence[str], blocks: int) -> Any:
-    """A CSV file with every cell as the exact text written and only an empty cell as null, as our CSV
-    reader reads it (pyarrow would otherwise infer numbers and read "NA" or "null" as missing).
-
-    `columns` are the header's names as our reader read them. pyarrow drops one byte-order mark, not
-    more: a file that starts with several has its header row skipped and these names given instead, so
-    that the first column is `id`, not `\\ufeffid`."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    convert = pacsv.ConvertOptions(
-        column_types={name: pa.string() for name in columns},
-        null_values=[""],
-        strings_can_be_null=True,
-        quoted_strings_can_be_null=True,
-    )
-    parse = pacsv.ParseOptions(newlines_in_values=True)
-    header_names = {}
-    if leading_boms(path) > 1:
-        header_names["read_options"] = pacsv.ReadOptions(
-            use_threads=False, column_names=list(columns), skip_rows=1
-        )
-    return ray.data.read_csv(
-        str(path),
-        parse_options=parse,
-        convert_options=convert,
-        **header_names,
-        num_cpus=READ_CPUS,
-        override_num_blocks=blocks,
-    )
-
-
-def pickled_rows(ray: Any, rows: Sequence[Mapping[str, Any]], blocks: int) -> Any:
-    """In-memory rows as a Ray Dataset of one pickled row per record: Ray would otherwise turn each row into
-    Arrow values and change cells (nested objects with different keys, mixed types, tuples)."""
+def pickled_rows(ray: Any, rows: Iterable[Mapping[str, Any]], blocks: int) -> Any:
+    """Rows read by the driver as a Ray Dataset of one pickled row per record: Ray would otherwise turn each
+    row into Arrow values and change cells (nested objects with different keys, mixed types, tuples)."""
     items = [{ROW: pickle.dumps(dict(row), protocol=pickle.HIGHEST_PROTOCOL)} for row in rows]
     return ray.data.from_items(items, override_num_blocks=blocks)
+
+
+def pickled_table(rows: Iterable[Mapping[str, Any]]) -> Any:
+    """Rows as an Arrow table of one pickled row per record (a `ROW` column), as `pickled_rows` holds them."""
+    import pyarrow as pa
+
+    blobs = [pickle.dumps(dict(row), protocol=pickle.HIGHEST_PROTOCOL) for row in rows]
+    return pa.table({ROW: pa.array(blobs, type=pa.binary())})
 
 
 def run_on_ray(run: RunInput) -> EvaluationResult:
     """The Ray executor: the actors score batches with their own engines and models, and the scored samples
     stream back here, in dataset order, into the same sink as a local run's."""
     stream, config = run.stream, run.config
-    source, roles = stream.origin, stream.roles
-    if stream.kind == "dataset":  # samples built already (a job's): sent as rows under our column names
-        source = list(stream.rows())
-        roles = column_roles(union_keys(source), None)
     try:
         scoring = score_on_ray(
-            source,
-            roles=roles,
+            stream,
             count=run.count,
             metrics=run.metrics,
             config=config,

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.data import Column, Dataset, Sample, load_dataset, validate
+from ascend_eval.data import Column, Dataset, load_dataset
 from ascend_eval.data.stream import open_samples
 from ascend_eval.jobs.datasets import job_source, truncate_contexts
 from ascend_eval.jobs.runtimes import JobModels
@@ -34,17 +34,6 @@ Report = Callable[[dict[str, Any]], None]
 
 def _missing(dataset: Dataset, column: Column) -> int:
     return sum(1 for sample in dataset if not sample.get(column))
-
-
-def _to_fill(samples: Iterable[Sample], needed: set[Column]) -> set[Column]:
-    """The pipeline's columns that the metrics need and some sample lacks, in one pass."""
-    wanted = needed & _PIPELINE_COLUMNS
-    lacking: set[Column] = set()
-    for sample in samples:
-        lacking |= {column for column in wanted - lacking if not sample.get(column)}
-        if lacking == wanted:
-            break
-    return lacking
 
 
 def round_progress(total_scores: int, report: Report) -> tuple[Callable[[Any], None], Callable[[Any], None]]:
@@ -96,18 +85,15 @@ def execute(
     found = job_source(spec.dataset, secrets)
     metrics = resolve_metrics(spec.metric_list())
     params = spec.metric_params
-    needed = set().union(*(m.required for m in metrics))
-    # Columns only the data can give are checked now; the pipeline's columns after it ran. evaluate()
-    # checks again, and warns about long contexts then, once, when they are all there.
-    from_data = {m.name: m.needs - _PIPELINE_COLUMNS for m in metrics}
-    source: Any
+    # One check of the data, before any model loads: every column the metrics need, except those the RAG
+    # pipeline fills, which may be missing (`lacking`). With nothing to fill, evaluate() takes the checked
+    # stream as it is; otherwise it checks the samples the pipeline made.
+    requirements = {m.name: m.needs for m in metrics}
+    dataset: Dataset | None = None
     if isinstance(found.source, Path) and not params.truncate_long_documents:
         # A file evaluate() can read as it goes: its samples are never all in memory, unless the
         # pipeline has some to fill (it works on the whole dataset).
         stream = open_samples(found.source)
-        count = stream.check(from_data, warn_long_contexts=False)
-        fill = _to_fill(stream, needed)
-        source = load_dataset(found.source) if fill else str(found.source)
     else:
         dataset = load_dataset(found.source)
         if params.truncate_long_documents:
@@ -119,13 +105,17 @@ def execute(
                     f"{NIM_CHARACTER_LIMIT:,}",
                     params.truncate_long_documents,
                 )
-        validate(dataset, from_data, warn_long_contexts=False)
-        count, fill, source = len(dataset), _to_fill(dataset, needed), dataset
+        stream = open_samples(dataset)
+    count = stream.check(requirements, may_lack=_PIPELINE_COLUMNS)
+    fill = set(stream.lacking)
+    source: Any = stream
+    if fill and dataset is None:
+        dataset = load_dataset(found.source)
     logger.info(
         "dataset %s: %d samples%s; metrics %s",
         found.where,
         count,
-        "" if isinstance(source, Dataset) else " (read as the evaluation goes)",
+        " (read as the evaluation goes)" if stream.kind != "dataset" and not fill else "",
         [m.name for m in metrics],
     )
 
@@ -135,7 +125,8 @@ def execute(
     judge = models.judge_spec(params.judge_llm) if params.judge_llm else None
     embedder = models.embedder_spec(params.judge_embeddings.model) if params.judge_embeddings else None
     if fill:
-        source = _run_pipeline(spec, source, found.corpus, models, cache_dir, report)
+        assert dataset is not None
+        source = _run_pipeline(spec, dataset, found.corpus, models, cache_dir, report)
     total = count * len(metrics)
     report({"stage": "evaluating", "scores_total": total, "scores_done": 0})
     on_round, on_progress = round_progress(total, report)

@@ -196,31 +196,21 @@ def test_a_bom_inside_a_column_name_is_ignored_when_the_name_is_matched(tmp_path
 
 
 def test_the_ray_executor_reads_a_file_with_leading_boms_as_the_driver_does(tmp_path: Path) -> None:
-    """The Ray executor's own readers: pyarrow for CSV (driven here without a cluster, through the options
-    `read_csv_as_text` gives Ray) and `batch_rows` for JSON lines."""
-    pa = pytest.importorskip("pyarrow")
-    pacsv = pytest.importorskip("pyarrow.csv")
+    """The Ray executor reads `.csv` and `.jsonl` files with our own readers (`file_blocks`, run in a task on
+    the cluster; driven here without one) and hands the actors the rows as pickled blocks."""
+    from ascend_eval.data.blocks import file_blocks
+    from ascend_eval.data.stream import open_samples
     from ascend_eval.executors.ray_actor import batch_rows
-    from ascend_eval.executors.ray_data import read_csv_as_text
-
-    class Data:
-        @staticmethod
-        def read_csv(path, *, num_cpus, override_num_blocks, **options):
-            # What Ray's CSV datasource does with the options (ray/data/_internal/datasource).
-            options.setdefault("read_options", pacsv.ReadOptions(use_threads=False))
-            return pacsv.open_csv(path, **options).read_all()
-
-    class Ray:
-        data = Data()
+    from ascend_eval.executors.ray_data import pickled_table
 
     for boms in (1, 2, 3):
         path = _write(tmp_path, f"b{boms}.csv", "\ufeff" * boms + '"id",question\n007,"q, 1"\nx2,q2\n')
-        columns = list(load_dataset(path).columns)
-        table = read_csv_as_text(Ray(), path, columns, 1)
-        assert table.column_names == columns == ["id", "question"]
-        assert table.to_pylist() == [{"id": "007", "question": "q, 1"}, {"id": "x2", "question": "q2"}]
-    lines = pa.table({"text": ['\ufeff\ufeff{"id": "x1", "question": "q"}', "", '\ufeff{"id": "x2"}']})
-    assert batch_rows("jsonl", lines, ["id", "question"]) == [{"id": "x1", "question": "q"}, {"id": "x2"}]
+        blocks = [batch_rows("pickled", pickled_table(rows)) for rows in file_blocks(path, "csv", 1)]
+        assert blocks == [[{"id": "007", "question": "q, 1"}], [{"id": "x2", "question": "q2"}]]
+        assert list(open_samples(path).columns) == ["id", "question"]
+    lines = _write(tmp_path, "b.jsonl", '\ufeff\ufeff{"id": "x1", "question": "q"}\n\n\ufeff{"id": "x2"}\n')
+    [rows] = file_blocks(lines, "jsonl", 5)
+    assert rows == [{"id": "x1", "question": "q"}, {"id": "x2"}] == list(open_samples(lines).rows())
 
 
 # --- 10. links, images and bidi controls from the data in Markdown and HTML ------------------------------
