@@ -26,8 +26,8 @@ HOMES = {
     "backends": "models/spec.py",
     "chunk units": "ascend_eval/pipeline/config.py",
 }
-LEFT = {("executors", "ascend_eval/jobs/spec.py")}
-"""Copies not yet replaced by the set's name: `ExecutorSpec.type` should read `choices.ExecutorName`."""
+LEFT: set[tuple[str, str]] = set()
+"""Copies not yet replaced by the set's name (none)."""
 
 
 def string_collections(tree: ast.AST) -> list[tuple[int, frozenset[str]]]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ascend_eval.choices import ExecutorName
 from ascend_eval.data.cells import SURROGATE_FIX, lone_surrogate
 from ascend_eval.models.checks import PARALLELISM, WORKERS
 from ascend_eval.models.errors import ConfigError, DataError
@@ -171,7 +172,7 @@ class ExecutorSpec(_Strict):
     """Where the job's scores are computed: this process ("local") or a Ray cluster ("ray",
     docs/ray.md), with the same results either way. Not a NeMo field; NeMo's specs leave it out."""
 
-    type: Literal["local", "ray"] = "local"
+    type: ExecutorName = "local"
     address: str | None = None
     """The Ray cluster ("auto", "host:port", "ray://host:port"); default: a running local Ray, else a
     new one in the job's process."""
