@@ -26,10 +26,7 @@ class CudaPlatform(AcceleratorPlatform):
         # torch.cuda.device_count() asks NVML first and initialises nothing; torch.cuda.is_available() would
         # initialise the CUDA driver in this process (unless PYTORCH_NVML_BASED_CUDA_CHECK=1, which vLLM sets
         # when imported), after which a forked vLLM engine cannot use CUDA.
-        try:
-            return int(self.module().device_count())
-        except Exception:  # a driver that is installed but broken reports no device rather than crashing
-            return 0
+        return super().device_count()
 
     def missing_message(self, source: str, spec: str | None, visible: str | None) -> str:
         return (

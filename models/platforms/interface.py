@@ -115,6 +115,12 @@ class AcceleratorPlatform(Platform):
         """`torch.npu` (there once torch_npu is imported) or `torch.cuda` (always there)."""
         return getattr(torch_module(), self.name)
 
+    def device_count(self) -> int:
+        try:
+            return int(self.module().device_count())
+        except Exception:  # a driver that is installed but broken reports no device rather than crashing
+            return 0
+
     def initialized(self) -> bool:
         try:
             return bool(self.module().is_initialized())

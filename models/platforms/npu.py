@@ -102,12 +102,7 @@ class NpuPlatform(AcceleratorPlatform):
     """Ray has no built-in NPU resource: nodes declare the custom resource `NPU`."""
 
     def device_count(self) -> int:
-        if import_torch_npu() is None:
-            return 0
-        try:
-            return int(self.module().device_count())
-        except Exception:  # a driver that is installed but broken reports no device rather than crashing
-            return 0
+        return 0 if import_torch_npu() is None else super().device_count()
 
     def missing_message(self, source: str, spec: str | None, visible: str | None) -> str:
         return (
