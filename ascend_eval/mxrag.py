@@ -32,8 +32,8 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
+from ascend_eval.errors import BACKEND_ERROR, BackendError, ConfigError
 from ascend_eval.metrics import canonical_name
-from ascend_eval.models.errors import BACKEND_ERROR, BackendError, ConfigError
 from ascend_eval.models.factory import ModelArg
 from ascend_eval.models.spec import ModelSpec
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.choices import SettingGroup
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.errors import ConfigError
 
 KEY = "setting"
 """The key of a field's metadata that holds its `Setting`."""

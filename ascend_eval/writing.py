@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from ascend_eval.models.errors import OutputError
+from ascend_eval.errors import OutputError
 
 OUT_FIX = "write the results to another folder (--out, or out= in Python)"
 """The way on for a file of a results folder, named in `write_failure`'s message."""

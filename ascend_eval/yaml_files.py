@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.errors import ConfigError
 
 __all__ = ["MAX_ALIAS_NODES", "load_yaml"]
 

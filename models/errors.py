@@ -1,7 +1,9 @@
-"""The error hierarchy shared by every layer.
+"""The errors the model layer raises, and the root of the hierarchy.
 
-It lives in the lowest layer that raises errors (`ascend_eval.models`) so that imports keep flowing one
-way (`ascend_eval` -> `models` -> `kernels`); `ascend_eval.errors` re-exports it for users.
+They live in the lowest layer that raises them (`ascend_eval.models`) so that imports keep flowing one
+way (`ascend_eval` -> `models` -> `kernels`). The errors only the layers above raise (the request cache's,
+the output files') are defined in `ascend_eval.errors`, which re-exports these: code outside `models/`
+imports its errors from there.
 """
 
 from __future__ import annotations
@@ -28,14 +30,3 @@ class MissingDependencyError(AscendEvalError, ImportError):
 
 class BackendError(AscendEvalError, RuntimeError):
     """A model runtime failed: it could not load, or a whole batch failed."""
-
-
-class CacheError(ConfigError):
-    """The request cache file cannot be used: damaged, locked by another process, or read-only. Raised when
-    the cache is opened, before any request is sent; the message names the file and how to go on."""
-
-
-class OutputError(ConfigError):
-    """A file of the run's output could not be written: the device holding it is full, over quota,
-    read-only or failing. The message names the file and how to go on (free space, or another --out);
-    no half-written file is left behind, and the answers received so far stay in the request cache."""

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.errors import ConfigError
 
 
 def _write(path: Path, text: str, flag: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ascend_eval.config import ROLE_KEYS, SAVED, defaults, described, saved_settings
-from ascend_eval.models.errors import AscendEvalError, ConfigError
+from ascend_eval.errors import AscendEvalError, ConfigError
 from ascend_eval.setting import MODEL, NUMBER, SWITCH, Kind
 from ascend_eval.writing import write_text
 from ascend_eval.yaml_files import load_yaml

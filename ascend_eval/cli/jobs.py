@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.errors import ConfigError
 
 
 def _shown(value: Any) -> str:

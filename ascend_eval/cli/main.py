@@ -20,7 +20,7 @@ from ascend_eval.cli.about import EVALUATE_EPILOG, MAIN_EPILOG, METRIC_NAMES, He
 from ascend_eval.cli.config import parse_column_map, parse_engine_settings, split_values
 from ascend_eval.cli.flags import add_setting_flags, setting_groups
 from ascend_eval.cli.process import run_command
-from ascend_eval.models.errors import AscendEvalError
+from ascend_eval.errors import AscendEvalError
 from ascend_eval.serve import cli as serve_cli
 
 __all__ = ["build_parser", "main", "parse_column_map", "parse_engine_settings", "split_values"]

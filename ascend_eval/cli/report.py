@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.errors import ConfigError
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ascend_eval.choices import BACKENDS, LANGUAGE_SETTINGS
 from ascend_eval.cli.about import HelpFormatter
-from ascend_eval.models.errors import ConfigError, DataError
+from ascend_eval.errors import ConfigError, DataError
 from ascend_eval.writing import replaced
 
 EPILOG = """\

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from ascend_eval.engine.tracing import INSTALL_HINT, TraceArg
-from ascend_eval.models.errors import MissingDependencyError
+from ascend_eval.errors import MissingDependencyError
 
 logger = logging.getLogger("ascend_eval.cli")
 

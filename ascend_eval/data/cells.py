@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ascend_eval.data.sample import GROUND_TRUTHS, Column, Sample, bare_name
-from ascend_eval.models.errors import DataError
+from ascend_eval.errors import DataError
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

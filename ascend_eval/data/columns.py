@@ -15,7 +15,7 @@ from ascend_eval.data.sample import (
     default_role,
     did_you_mean,
 )
-from ascend_eval.models.errors import DataError
+from ascend_eval.errors import DataError
 
 
 def column_roles(columns: Sequence[str], column_map: Mapping[str, str] | None) -> dict[str, str]:

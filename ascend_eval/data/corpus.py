@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.models.errors import ConfigError, DataError
+from ascend_eval.errors import ConfigError, DataError
 
 MAX_CORPUS_MB = 256
 """The largest corpus file read, in MiB (the documents, their chunks and embeddings then take several

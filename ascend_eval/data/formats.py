@@ -21,7 +21,7 @@ from typing import Any
 
 from ascend_eval.data.corpus import require_regular_file
 from ascend_eval.data.objects import Row, read_mapping, rows_from_items, union_keys
-from ascend_eval.models.errors import DataError, MissingDependencyError
+from ascend_eval.errors import DataError, MissingDependencyError
 
 SUPPORTED_EXTENSIONS: tuple[str, ...] = (".json", ".jsonl", ".csv", ".parquet")
 """File extensions `load_dataset` reads (case-insensitive)."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from ascend_eval.data.cells import preview
 from ascend_eval.data.sample import GROUND_TRUTHS, LEGACY_ALIASES, Column, Sample, bare_name
-from ascend_eval.models.errors import DataError
+from ascend_eval.errors import DataError
 
 Row = dict[str, Any]
 

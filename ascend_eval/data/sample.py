@@ -17,7 +17,7 @@ from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
 
-from ascend_eval.models.errors import DataError
+from ascend_eval.errors import DataError
 
 
 class Column(str, Enum):

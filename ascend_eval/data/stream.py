@@ -56,7 +56,7 @@ from ascend_eval.data.objects import (
 )
 from ascend_eval.data.sample import Column, Dataset, Sample
 from ascend_eval.data.validation import SampleChecks, UserColumn
-from ascend_eval.models.errors import DataError
+from ascend_eval.errors import DataError
 
 __all__ = ["KINDS", "SampleStream", "check_samples", "open_samples"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ascend_eval.data.cells import SURROGATE_FIX, lone_surrogate
 from ascend_eval.data.sample import Column, Dataset, Sample
-from ascend_eval.models.errors import DataError
+from ascend_eval.errors import DataError
 from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT
 
 logger = logging.getLogger("ascend_eval.data")

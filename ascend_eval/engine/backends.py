@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ascend_eval.errors import ConfigError
 from ascend_eval.models.base import Embedder, Judge, Request, Reranker, Role
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.lazy import is_loaded, runtime_of
 
 

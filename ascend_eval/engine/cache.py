@@ -35,8 +35,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ascend_eval.engine.codecs import Result, codec_for
+from ascend_eval.errors import CacheError
 from ascend_eval.models.base import Request
-from ascend_eval.models.errors import CacheError
 from ascend_eval.writing import free_bytes
 
 logger = logging.getLogger("ascend_eval.engine")

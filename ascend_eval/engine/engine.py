@@ -22,7 +22,7 @@ from ascend_eval.engine.plan import Plan, PlanId
 from ascend_eval.engine.run import PlanRun
 from ascend_eval.engine.stats import Progress, RoundStats, RunStats, StageStats
 from ascend_eval.engine.tracing import NO_TRACE, NoTrace
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.errors import ConfigError
 
 __all__ = ["Engine"]
 

@@ -22,8 +22,8 @@ from ascend_eval.engine.lanes import Done, Job, Lane, dispatch_limits
 from ascend_eval.engine.plan import Plan, PlanError, PlanId
 from ascend_eval.engine.stats import Progress, RoundStats, RunStats
 from ascend_eval.engine.tracing import NoTrace
+from ascend_eval.errors import BACKEND_ERROR
 from ascend_eval.models.base import Request
-from ascend_eval.models.errors import BACKEND_ERROR
 
 logger = logging.getLogger("ascend_eval.engine")
 

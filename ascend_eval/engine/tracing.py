@@ -35,8 +35,8 @@ from typing import Any, Literal
 from ascend_eval.choices import JUDGE_MODES
 from ascend_eval.engine.codecs import Codec, Result, codec_for
 from ascend_eval.engine.stats import StageStats
+from ascend_eval.errors import ConfigError, MissingDependencyError
 from ascend_eval.models.base import Request
-from ascend_eval.models.errors import ConfigError, MissingDependencyError
 
 TRACE_ENV = "ASCEND_EVAL_TRACE"
 """The environment variable that sets `evaluate()`'s `trace` when the call leaves it None: 1 or content."""

@@ -17,10 +17,10 @@ from ascend_eval.data import Sample
 from ascend_eval.engine import Backends, Engine, RequestCache, RunStats
 from ascend_eval.engine.plan import Plan
 from ascend_eval.engine.tracing import run_attributes
+from ascend_eval.errors import OutputError
 from ascend_eval.executors.base import RunInput
 from ascend_eval.executors.provenance import devices, provenance
 from ascend_eval.metrics import Metric, PlanContext
-from ascend_eval.models.errors import OutputError
 from ascend_eval.models.factory import resolve_models
 from ascend_eval.models.weights.paths import cache_root
 from ascend_eval.prompts.layout import SampleBlock

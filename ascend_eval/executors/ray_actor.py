@@ -27,9 +27,9 @@ from ascend_eval.config import EvaluationConfig
 from ascend_eval.data.blocks import arrow_rows
 from ascend_eval.data.cells import make_sample
 from ascend_eval.engine import Backends
+from ascend_eval.errors import AscendEvalError
 from ascend_eval.executors.local import open_cache, score_samples
 from ascend_eval.metrics import resolve_metrics
-from ascend_eval.models.errors import AscendEvalError
 from ascend_eval.models.factory import resolve_models
 from ascend_eval.results.records import ScoredSample
 

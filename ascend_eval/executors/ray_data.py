@@ -37,6 +37,7 @@ from ascend_eval.data.blocks import ARROW_FILES, ROW_FILES, file_blocks
 from ascend_eval.data.cells import make_sample
 from ascend_eval.data.stream import SampleStream, open_samples
 from ascend_eval.engine.stats import StageStats
+from ascend_eval.errors import AscendEvalError, ConfigError, DataError, MissingDependencyError
 from ascend_eval.examples import builtin_dataset
 from ascend_eval.executors.base import RunInput
 from ascend_eval.executors.provenance import provenance
@@ -58,7 +59,6 @@ from ascend_eval.executors.ray_actor import (
 )
 from ascend_eval.metrics import Metric, MetricResult, resolve_metrics
 from ascend_eval.models.device import DEVICE_ENV
-from ascend_eval.models.errors import AscendEvalError, ConfigError, DataError, MissingDependencyError
 from ascend_eval.models.factory import spec_for
 from ascend_eval.models.http import EndpointConfig
 from ascend_eval.models.judge.openai import JUDGE_PARALLELISM

@@ -17,8 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ascend_eval.errors import MissingDependencyError
 from ascend_eval.experiments.results import ExperimentResult, PointResult, format_mean
-from ascend_eval.models.errors import MissingDependencyError
 from ascend_eval.results.escape import html_text
 
 _X_PREFERENCE = ("top_k", "metric_params.top_k", "chunk_size", "retriever_pipeline.chunk_size")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.errors import ConfigError
 from ascend_eval.yaml_files import load_yaml
 
 SHORT_NAMES: dict[str, str] = {

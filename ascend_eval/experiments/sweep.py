@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ascend_eval.errors import ConfigError
 from ascend_eval.experiments.report import write_report
 from ascend_eval.experiments.results import ExperimentResult, PointResult
 from ascend_eval.experiments.spec import ExperimentSpec, load_experiment
-from ascend_eval.models.errors import ConfigError
 
 logger = logging.getLogger("ascend_eval.experiments")
 

@@ -10,9 +10,9 @@ import argparse
 import os
 import sys
 
+from ascend_eval.errors import AscendEvalError
 from ascend_eval.jobs.runner import Jobs, cancel_on_sigterm
 from ascend_eval.jobs.secrets import SecretStore
-from ascend_eval.models.errors import AscendEvalError
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from ascend_eval.data import Dataset, load_dataset
 from ascend_eval.data.corpus import check_corpus, check_corpus_size, read_corpus, require_regular_file
+from ascend_eval.errors import DataError, MissingDependencyError
 from ascend_eval.jobs.secrets import SecretStore, hub_endpoint
 from ascend_eval.jobs.spec import DatasetSpec, HuggingFaceStorage
-from ascend_eval.models.errors import DataError, MissingDependencyError
 from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT, truncate_by_chars
 
 logger = logging.getLogger("ascend_eval.jobs")

@@ -16,12 +16,12 @@ from typing import Any
 
 from ascend_eval.data import Column, Dataset, load_dataset
 from ascend_eval.data.stream import open_samples
+from ascend_eval.errors import ConfigError
 from ascend_eval.jobs.datasets import job_source, truncate_contexts
 from ascend_eval.jobs.runtimes import JobModels
 from ascend_eval.jobs.secrets import SecretStore, check_spec_secrets
 from ascend_eval.jobs.spec import JobSpec
 from ascend_eval.metrics import resolve_metrics
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT
 
 logger = logging.getLogger("ascend_eval.jobs")

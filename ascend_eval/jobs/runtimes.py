@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ascend_eval.errors import ConfigError
 from ascend_eval.jobs.datasets import DATA_DIRS_ENV, data_dirs
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import JobSpec, JudgeLLM, ModelRef, RetrieverModel
 from ascend_eval.models.base import Role
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.http import is_url
 from ascend_eval.models.spec import INFERENCE_FIELDS, ModelSpec
 

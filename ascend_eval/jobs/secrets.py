@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ascend_eval.errors import ConfigError
 from ascend_eval.jobs.spec import SECRET_NAME_PATTERN, JobSpec
 from ascend_eval.models.checks import private_file
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.http import is_url
 from ascend_eval.models.weights.paths import cache_root
 

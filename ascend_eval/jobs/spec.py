@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ascend_eval.choices import ExecutorName
 from ascend_eval.data.cells import SURROGATE_FIX, lone_surrogate
+from ascend_eval.errors import ConfigError, DataError
 from ascend_eval.models.checks import PARALLELISM, WORKERS
-from ascend_eval.models.errors import ConfigError, DataError
 from ascend_eval.pipeline.config import ChunkUnit
 from ascend_eval.yaml_files import load_yaml
 

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ascend_eval.errors import ConfigError
 from ascend_eval.metrics.answer_correctness import AnswerCorrectness
 from ascend_eval.metrics.answer_relevancy import AnswerRelevancy
 from ascend_eval.metrics.answer_similarity import AnswerSimilarity
@@ -20,7 +21,6 @@ from ascend_eval.metrics.noise_sensitivity import NoiseSensitivity
 from ascend_eval.metrics.nv_accuracy import AnswerAccuracy
 from ascend_eval.metrics.nv_context_relevance import ContextRelevance
 from ascend_eval.metrics.nv_response_groundedness import ResponseGroundedness
-from ascend_eval.models.errors import ConfigError
 
 METRICS: dict[str, type[Metric]] = {
     cls.name: cls

@@ -36,11 +36,11 @@ from typing import Any
 import numpy as np
 
 from ascend_eval.data import Column, Sample
+from ascend_eval.errors import ConfigError
 from ascend_eval.metrics.answer_similarity import cosine
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext, RoleName
 from ascend_eval.metrics.verdicts import Asked
 from ascend_eval.models.base import ClassifyResult, EmbedRequest, GenerateRequest
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.correctness import CORRECTNESS, CorrectnessInput
 from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SupportInput

@@ -39,11 +39,11 @@ from typing import Any
 import numpy as np
 
 from ascend_eval.data import Column, Sample
+from ascend_eval.errors import ConfigError
 from ascend_eval.metrics.answer_similarity import cosine
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext, RoleName
 from ascend_eval.metrics.verdicts import Asked
 from ascend_eval.models.base import EmbedRequest
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.prompts.answer_coverage import ANSWERS_QUESTION, ANSWERS_QUESTION_VERDICT, CoverageInput
 from ascend_eval.prompts.base import ParseFailure, Verdict
 from ascend_eval.prompts.question_generation import (

@@ -6,9 +6,9 @@ import math
 from typing import Any, Literal
 
 from ascend_eval.data import Column, Sample
+from ascend_eval.errors import ConfigError
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext, RoleName
 from ascend_eval.models.base import CrossScoreRequest, EmbedRequest
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.similarity import cosine
 
 

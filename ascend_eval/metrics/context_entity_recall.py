@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ascend_eval.data import Column, Sample
+from ascend_eval.errors import ConfigError
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext, RoleName
 from ascend_eval.models.base import GenerateResult
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.prompts.base import ParseFailure, first_items
 from ascend_eval.prompts.entities import ENTITIES, EntitiesInput
 from ascend_eval.text.entities import entity_key, extract_entities

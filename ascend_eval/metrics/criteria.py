@@ -37,9 +37,9 @@ from functools import cached_property, partial
 from typing import Any
 
 from ascend_eval.data import Column, Sample, UserColumn
+from ascend_eval.errors import ConfigError
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
 from ascend_eval.metrics.verdicts import Asked
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.criteria import criterion_prompts, rubric_prompts
 

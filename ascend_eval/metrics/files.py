@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ascend_eval.errors import ConfigError
 from ascend_eval.metrics.base import Metric
 from ascend_eval.metrics.criteria import Criterion, Rubric, UserMetric
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.yaml_files import load_yaml
 
 KINDS: dict[str, type[UserMetric]] = {"criterion": Criterion, "rubric": Rubric}

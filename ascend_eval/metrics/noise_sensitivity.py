@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import Any, Literal, TypeVar
 
 from ascend_eval.data import Column, Sample
+from ascend_eval.errors import ConfigError
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
 from ascend_eval.metrics.verdicts import Asked
 from ascend_eval.models.base import ClassifyResult, GenerateResult
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.prompts.base import ParseFailure
 from ascend_eval.prompts.nli import STATEMENT_SUPPORT, SupportInput
 from ascend_eval.prompts.nli_json import STATEMENT_VERDICTS, SupportListInput

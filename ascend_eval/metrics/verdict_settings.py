@@ -13,7 +13,7 @@ expected scores").
 from __future__ import annotations
 
 from ascend_eval.choices import CALIBRATION_SETTINGS, SCORING_SETTINGS, Scoring
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.errors import ConfigError
 
 
 def resolve_calibration(value: str, *, judge_mode: str, ragas_compat: bool) -> str:

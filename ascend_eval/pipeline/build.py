@@ -17,8 +17,8 @@ from typing import Any
 from ascend_eval.data import Sample
 from ascend_eval.data.corpus import check_corpus
 from ascend_eval.engine import Backends, Engine, RequestCache
+from ascend_eval.errors import ConfigError, DataError
 from ascend_eval.models.base import Embedder, GenerationParams, Judge, Reranker
-from ascend_eval.models.errors import ConfigError, DataError
 from ascend_eval.pipeline.chunking import Chunk, OffsetTokenizer, chunk_corpus, load_tokenizer
 from ascend_eval.pipeline.config import PipelineConfig
 from ascend_eval.pipeline.generation import generate_answers

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ascend_eval.data.corpus import check_corpus
-from ascend_eval.models.errors import ConfigError, MissingDependencyError
+from ascend_eval.errors import ConfigError, MissingDependencyError
 from ascend_eval.text.language import cjk_share
 from ascend_eval.text.sentences import split_sentences
 from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT, truncate_by_chars

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from ascend_eval.choices import LANGUAGE_SETTINGS
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.errors import ConfigError
 from ascend_eval.text.truncate import NIM_CHARACTER_LIMIT
 
 ChunkUnit = Literal["chars", "tokens"]

@@ -17,8 +17,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ascend_eval.engine import Engine, PlanError
+from ascend_eval.errors import BackendError
 from ascend_eval.models.base import CrossScoreRequest, EmbedKind, EmbedRequest, Request
-from ascend_eval.models.errors import BackendError
 from ascend_eval.similarity import top_k
 
 

@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ascend_eval.choices import Method
+from ascend_eval.errors import BACKEND_ERROR
 from ascend_eval.models.base import (
     ClassifyRequest,
     ClassifyResult,
@@ -37,7 +38,6 @@ from ascend_eval.models.base import (
     Message,
     repeats,
 )
-from ascend_eval.models.errors import BACKEND_ERROR
 from ascend_eval.prompts.calibration import calibration_inputs
 from ascend_eval.prompts.json_text import (
     MAX_JSON_DEPTH,

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from ascend_eval.choices import LAYOUT_SETTINGS, Layout
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.errors import ConfigError
 from ascend_eval.text.language import Language
 
 Part = Literal["question", "contexts", "answer", "reference"]

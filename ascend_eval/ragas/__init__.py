@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ascend_eval.models.errors import MissingDependencyError
+from ascend_eval.errors import MissingDependencyError
 from ascend_eval.ragas.evaluation import aevaluate, evaluate
 from ascend_eval.ragas.result import RagasResult, TokenUsage
 from ascend_eval.ragas.testset import RagasTestset, TestsetGenerator

@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from ascend_eval.api import evaluate as ascend_evaluate
 from ascend_eval.data import Dataset, load_dataset
+from ascend_eval.errors import BACKEND_ERROR, BackendError, ConfigError
 from ascend_eval.metrics import Metric, MetricResult
 from ascend_eval.models.checks import CHUNK_SIZE
-from ascend_eval.models.errors import BACKEND_ERROR, BackendError, ConfigError
 from ascend_eval.models.factory import resolve
 from ascend_eval.models.spec import ModelSpec
 from ascend_eval.ragas.metrics import MappedMetric, SampleFields, map_metrics

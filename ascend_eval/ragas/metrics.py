@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any
 
 from ascend_eval.data import Sample
+from ascend_eval.errors import ConfigError
 from ascend_eval.metrics import (
     AnswerAccuracy,
     AnswerCorrectness,
@@ -43,7 +44,6 @@ from ascend_eval.metrics import (
     resolve_metrics,
 )
 from ascend_eval.metrics.criteria import FIELDS, SYNONYMS
-from ascend_eval.models.errors import ConfigError
 
 LEGACY = "legacy"
 COLLECTIONS = "collections"

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.data.objects import is_type
+from ascend_eval.errors import ConfigError
 from ascend_eval.models.base import Embedder, Judge, Reranker, Role
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.models.spec import ModelSpec
 
 OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ascend_eval.data import Sample
-from ascend_eval.models.errors import ConfigError, MissingDependencyError
+from ascend_eval.errors import ConfigError, MissingDependencyError
 from ascend_eval.results import EvaluationResult
 
 SAMPLE_FIELDS = ("user_input", "retrieved_contexts", "reference_contexts", "response", "reference")

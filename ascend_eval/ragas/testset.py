@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.data.objects import is_type
-from ascend_eval.models.errors import ConfigError, MissingDependencyError
+from ascend_eval.errors import ConfigError, MissingDependencyError
 from ascend_eval.models.factory import resolve
 from ascend_eval.ragas.models import Secrets, embedder_arg, judge_arg, with_run_config
 from ascend_eval.ragas.testset_args import (

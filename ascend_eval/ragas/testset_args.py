@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ascend_eval.models.errors import ConfigError, DataError
+from ascend_eval.errors import ConfigError, DataError
 from ascend_eval.models.spec import ModelSpec
 from ascend_eval.ragas.models import Secrets, judge_arg
 from ascend_eval.testset import QUERY_KINDS

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.errors import ConfigError
 from ascend_eval.report.compare_render import comparison_html, comparison_markdown
 from ascend_eval.report.explain import explain
 from ascend_eval.results import EvaluationResult

@@ -14,8 +14,8 @@ from typing import Any
 
 from ascend_eval.data import Sample
 from ascend_eval.engine.stats import RoundStats, StageStats
+from ascend_eval.errors import BACKEND_ERROR, ConfigError
 from ascend_eval.metrics.base import MetricResult
-from ascend_eval.models.errors import BACKEND_ERROR, ConfigError
 from ascend_eval.results.files import (
     SAMPLES_FILE,
     SUMMARY_FILE,
@@ -239,7 +239,7 @@ class EvaluationResult:
         try:
             import pandas as pd
         except ImportError as e:
-            from ascend_eval.models.errors import MissingDependencyError
+            from ascend_eval.errors import MissingDependencyError
 
             raise MissingDependencyError("to_pandas() needs pandas: pip install 'ascend-eval[data]'.") from e
         return pd.DataFrame(self.rows())

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ascend_eval.models.errors import ConfigError, MissingDependencyError
+from ascend_eval.errors import ConfigError, MissingDependencyError
 
 TOKEN_ENV = "ASCEND_EVAL_SERVE_TOKEN"
 TOKEN_SECRET = "serve-token"

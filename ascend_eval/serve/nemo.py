@@ -23,8 +23,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ascend_eval.data.cells import SURROGATE_FIX, lone_surrogate
+from ascend_eval.errors import ConfigError
 from ascend_eval.jobs.spec import JobSpec, did_you_mean
-from ascend_eval.models.errors import ConfigError
 
 Loc = tuple[str | int, ...]
 

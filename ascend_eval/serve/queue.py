@@ -24,9 +24,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ascend_eval.errors import ConfigError
 from ascend_eval.jobs import Job, Jobs
 from ascend_eval.jobs.runner import DAMAGED, FINISHED, read_record
-from ascend_eval.models.errors import ConfigError
 from ascend_eval.writing import replace_text
 
 logger = logging.getLogger("ascend_eval.serve")

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import Body, FastAPI, HTTPException, Query, Response
 from fastapi.responses import PlainTextResponse
 
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.errors import ConfigError
 from ascend_eval.serve import views
 from ascend_eval.serve.nemo import BodyError
 from ascend_eval.serve.queue import job_log_lines, now

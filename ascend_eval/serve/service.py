@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import HTTPException
 from pydantic import BaseModel, Field
 
+from ascend_eval.errors import ConfigError, DataError
 from ascend_eval.jobs import Job, Jobs, JobSpec, SecretStore
 from ascend_eval.jobs.datasets import check_job_files
 from ascend_eval.jobs.runner import FINISHED
@@ -27,7 +28,6 @@ from ascend_eval.jobs.secrets import (
     secret_env_var,
 )
 from ascend_eval.models.checks import SERVED_JOBS
-from ascend_eval.models.errors import ConfigError, DataError
 from ascend_eval.models.scrub import CONTROLS
 from ascend_eval.serve import views
 from ascend_eval.serve.nemo import (

@@ -10,7 +10,7 @@ from typing import Any
 
 from ascend_eval.choices import LANGUAGE_SETTINGS
 from ascend_eval.data.sample import did_you_mean
-from ascend_eval.models.errors import ConfigError
+from ascend_eval.errors import ConfigError
 
 QUERY_KINDS = ("single_hop", "multi_hop", "abstract")
 """The kinds of question, in the order rows of one round are taken:

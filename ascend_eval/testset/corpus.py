@@ -27,8 +27,8 @@ from ascend_eval.data.corpus import (
     read_corpus,
     require_regular_file,
 )
+from ascend_eval.errors import DataError, MissingDependencyError
 from ascend_eval.examples import BUILTIN_DATASETS, builtin_corpus
-from ascend_eval.models.errors import DataError, MissingDependencyError
 
 logger = logging.getLogger("ascend_eval.testset")
 

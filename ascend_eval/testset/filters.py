@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ascend_eval.models.errors import BACKEND_ERROR
+from ascend_eval.errors import BACKEND_ERROR
 from ascend_eval.prompts.base import ParseFailure, Verdict
 from ascend_eval.testset.candidates import Candidate
 from ascend_eval.testset.prompts import (

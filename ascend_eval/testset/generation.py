@@ -17,8 +17,8 @@ from typing import Any
 
 from ascend_eval.config import EvaluationConfig
 from ascend_eval.engine import Backends, Engine, PlanError, Progress
+from ascend_eval.errors import BackendError, DataError
 from ascend_eval.executors.local import close_built, open_cache
-from ascend_eval.models.errors import BackendError, DataError
 from ascend_eval.models.factory import resolve_models
 from ascend_eval.pipeline.chunking import Chunk, chunk_corpus
 from ascend_eval.pipeline.retrieval import EmbeddingMemo, embed_texts

@@ -42,7 +42,7 @@ def _check(side: str, limit: int, name: str) -> None:
 def _config_error(message: str) -> Exception:
     # Imported when raising only: `ascend_eval.models` pulls in numpy, and `import ascend_eval.text` should
     # stay light.
-    from ascend_eval.models.errors import ConfigError
+    from ascend_eval.errors import ConfigError
 
     return ConfigError(message)
 

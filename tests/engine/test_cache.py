@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from ascend_eval.engine.cache import RequestCache, request_key
+from ascend_eval.errors import CacheError
 from ascend_eval.models.base import (
     ClassifyRequest,
     ClassifyResult,
@@ -24,7 +25,6 @@ from ascend_eval.models.base import (
     GenerationParams,
     Message,
 )
-from ascend_eval.models.errors import CacheError
 
 CHAT = (Message("user", "Is the sky blue?"),)
 

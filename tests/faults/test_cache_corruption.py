@@ -35,6 +35,7 @@ import ascend_eval
 from ascend_eval.engine import cache as cache_module
 from ascend_eval.engine.cache import RequestCache, request_key, row_checksum
 from ascend_eval.engine.codecs import codec_for
+from ascend_eval.errors import CacheError, ConfigError
 from ascend_eval.executors.local import CACHE_FILE
 from ascend_eval.models.base import (
     ClassifyRequest,
@@ -45,7 +46,6 @@ from ascend_eval.models.base import (
     GenerateResult,
     Message,
 )
-from ascend_eval.models.errors import CacheError, ConfigError
 from ascend_eval.models.judge.replay import ReplayJudge
 from tests.conftest import NgramEmbedder, statements_rule, support_rule
 

@@ -30,8 +30,8 @@ import yaml
 import ascend_eval
 from ascend_eval.cli.main import main
 from ascend_eval.engine import cache as cache_module
+from ascend_eval.errors import CacheError
 from ascend_eval.executors.local import CACHE_FILE
-from ascend_eval.models.errors import CacheError
 from tests.models.loopback_server import CHAT, LoopbackServer
 from tests.test_api_endpoints import judge_route
 
