@@ -1,19 +1,14 @@
 """Errors users catch, from one place.
 
-The model layer's errors (`AscendEvalError`, the root; `ConfigError`, `DataError`, `MissingDependencyError`,
-`BackendError`) are defined in `ascend_eval.models.errors`, the lowest layer that raises them, and
-re-exported here; the errors of the request cache and of the run's output files are defined here, as only
-the layers above `models/` raise them. Code in `ascend_eval/` imports its errors from this module.
+The root errors every layer raises (`AscendEvalError`, the root; `ConfigError`, `DataError`) are defined
+in the bottom layer, `ascend_eval.base.errors`; the model layer's (`MissingDependencyError`,
+`BackendError`) in `ascend_eval.models.errors`; both are re-exported here. The errors of the request cache
+and of the run's output files are defined here, as only the layers above `models/` raise them. Code in
+`ascend_eval/` imports its errors from this module.
 """
 
-from ascend_eval.models.errors import (
-    BACKEND_ERROR,
-    AscendEvalError,
-    BackendError,
-    ConfigError,
-    DataError,
-    MissingDependencyError,
-)
+from ascend_eval.base.errors import AscendEvalError, ConfigError, DataError
+from ascend_eval.models.errors import BACKEND_ERROR, BackendError, MissingDependencyError
 
 __all__ = [
     "BACKEND_ERROR",

@@ -18,11 +18,11 @@ bounds. A file's value and a Python one are told apart where they may differ (a 
 >>> SWITCH.check("dedupe", "no")
 Traceback (most recent call last):
 ...
-ascend_eval.models.errors.ConfigError: dedupe='no': True or False.
+ascend_eval.base.errors.ConfigError: dedupe='no': True or False.
 >>> described()["judge_mode"].check("judge_mode", "chat")
 Traceback (most recent call last):
 ...
-ascend_eval.models.errors.ConfigError: judge_mode='chat'; valid: 'classify', 'generate'.
+ascend_eval.base.errors.ConfigError: judge_mode='chat'; valid: 'classify', 'generate'.
 >>> ADDRESS.accepts(""), ADDRESS.fits(""), FOLDER.accepts(Path("out")), FOLDER.fits(Path("out"))
 (True, False, False, True)
 """

@@ -24,7 +24,7 @@ def positive_int(name: str, value: Any, *, optional: bool = False) -> None:
     >>> positive_int("batch_size", 0)
     Traceback (most recent call last):
     ...
-    ascend_eval.models.errors.ConfigError: batch_size must be an integer >= 1, got 0.
+    ascend_eval.base.errors.ConfigError: batch_size must be an integer >= 1, got 0.
     """
     if optional and value is None:
         return
@@ -48,7 +48,7 @@ class Bound:
         >>> PARALLELISM.check("parallelism", 10**9)
         Traceback (most recent call last):
         ...
-        ascend_eval.models.errors.ConfigError: parallelism=1000000000 is over its bound of 1,024 (each \
+        ascend_eval.base.errors.ConfigError: parallelism=1000000000 is over its bound of 1,024 (each \
 request in flight is a thread and an open connection). Lower it to 1,024 or less.
         """
         positive_int(name, value, optional=optional)
@@ -116,7 +116,7 @@ def embed_texts(texts: Sequence[str], kind: str) -> list[str]:
     >>> embed_texts(["a", 1], "query")
     Traceback (most recent call last):
     ...
-    ascend_eval.models.errors.DataError: Text 1 to embed is int (1), not str.
+    ascend_eval.base.errors.DataError: Text 1 to embed is int (1), not str.
     """
     if kind not in EMBED_KINDS:
         raise ConfigError(f"kind={kind!r}; valid: 'query', 'document'.")

@@ -1,27 +1,26 @@
-"""The errors the model layer raises, and the root of the hierarchy.
+"""The errors the model layer raises.
 
-They live in the lowest layer that raises them (`ascend_eval.models`) so that imports keep flowing one
-way (`ascend_eval` -> `models` -> `kernels`). The errors only the layers above raise (the request cache's,
-the output files') are defined in `ascend_eval.errors`, which re-exports these: code outside `models/`
-imports its errors from there.
+They subclass the root errors of the bottom layer (`ascend_eval.base.errors`), which this module also
+re-exports (`AscendEvalError`, `ConfigError`, `DataError`) so that the model runtimes import every error
+they raise from here. Users import every error from `ascend_eval.errors`, which re-exports these: the same
+classes, whichever module they are imported from.
 """
 
 from __future__ import annotations
 
+from ascend_eval.base.errors import AscendEvalError, ConfigError, DataError
+
+__all__ = [
+    "BACKEND_ERROR",
+    "AscendEvalError",
+    "BackendError",
+    "ConfigError",
+    "DataError",
+    "MissingDependencyError",
+]
+
 BACKEND_ERROR = "backend_error"
 """How the NaN reason of a score starts when a backend failed one of its requests (after its retries)."""
-
-
-class AscendEvalError(Exception):
-    """Root of every error this library raises on purpose."""
-
-
-class ConfigError(AscendEvalError, ValueError):
-    """A setting is invalid or two settings conflict. The message names the setting and the fix."""
-
-
-class DataError(AscendEvalError, ValueError):
-    """The dataset cannot be evaluated as given. The message names the sample, the column and the fix."""
 
 
 class MissingDependencyError(AscendEvalError, ImportError):

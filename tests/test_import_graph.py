@@ -1,11 +1,13 @@
 """The module import graph of ascend_eval, models and kernels has no cycle, and imports flow one way:
-ascend_eval -> models -> kernels.
+ascend_eval -> models -> kernels -> base.
 
 Every import statement counts: top-level ones, those inside functions (lazy imports) and those under
 `if TYPE_CHECKING:`. A lazy import hides a cycle from Python at import time, not from the reader, and a
 TYPE_CHECKING one is a cycle for type checkers; both mean two modules that belong together or a shared
 piece that belongs elsewhere. models/ and kernels/ install as `ascend_eval.models` and
 `ascend_eval.kernels` (pyproject's package-dir), so that is what their imports are called.
+`ascend_eval.base` is the bottom layer: what every layer shares and that is not about models (the root
+errors, the cache folder); every layer may import it, and it imports nothing of the project but itself.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"ascend_eval": "ascend_eval", "models": "ascend_eval.models", "kernels": "ascend_eval.kernels"}
 LOWER = ("ascend_eval.models", "ascend_eval.kernels")
+BASE = "ascend_eval.base"
+LAYERS = ("ascend_eval.models", "ascend_eval.kernels", BASE)
+"""The lower layers, top to bottom: a module in one imports only its own layer's modules and those below."""
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -101,17 +106,58 @@ def test_no_import_cycles() -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
-def test_models_and_kernels_import_only_downwards() -> None:
-    graph = import_graph()
-    wrong = [
+def layer_of(module: str) -> int:
+    """The module's layer, from the top: 0 for the rest of ascend_eval, then each of LAYERS in turn."""
+    for i, layer in enumerate(LAYERS, 1):
+        if module == layer or module.startswith(layer + "."):
+            return i
+    return 0
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """The imports of the graph that go up the layering ascend_eval -> models -> kernels -> base."""
+    return [
         f"{name} -> {target}"
         for name, targets in sorted(graph.items())
-        if name.startswith(LOWER)
         for target in sorted(targets)
-        if not target.startswith(LOWER)
-        or (name.startswith("ascend_eval.kernels") and target.startswith("ascend_eval.models"))
+        if layer_of(target) < layer_of(name)
     ]
-    assert not wrong, "imports against the layering ascend_eval -> models -> kernels:\n" + "\n".join(wrong)
+
+
+def test_layer_of_places_each_package_in_its_layer() -> None:
+    assert layer_of("ascend_eval.config") == layer_of("ascend_eval") == 0
+    assert layer_of("ascend_eval.models.weights.paths") == 1
+    assert layer_of("ascend_eval.kernels") == 2
+    assert layer_of("ascend_eval.base.paths") == 3
+    assert layer_of("ascend_eval.baseline") == 0  # a name that only starts like the layer is not in it
+
+
+def test_upward_imports_finds_each_import_up_the_layering() -> None:
+    graph = {
+        "ascend_eval.config": {"ascend_eval.models.errors", "ascend_eval.base.errors"},
+        "ascend_eval.models.errors": {"ascend_eval.base.errors", "ascend_eval.kernels"},
+        "ascend_eval.kernels": {"ascend_eval.models.base"},
+        "ascend_eval.base.errors": {"ascend_eval.errors"},
+        "ascend_eval.base.paths": {"ascend_eval.models.weights.paths", "ascend_eval.base.errors"},
+    }
+    assert upward_imports(graph) == [
+        "ascend_eval.base.errors -> ascend_eval.errors",
+        "ascend_eval.base.paths -> ascend_eval.models.weights.paths",
+        "ascend_eval.kernels -> ascend_eval.models.base",
+    ]
+
+
+def test_the_base_layer_is_in_the_graph() -> None:
+    graph = import_graph()
+    assert {"ascend_eval.base.errors", "ascend_eval.base.paths"} <= set(graph)
+    assert "ascend_eval.base.errors" in graph["ascend_eval.models.errors"]
+
+
+def test_models_kernels_and_base_import_only_downwards() -> None:
+    wrong = upward_imports(import_graph())
+    assert not wrong, "imports against the layering ascend_eval -> models -> kernels -> base:\n" + "\n".join(
+        wrong
+    )
 
 
 def package_of(module: str) -> str:

@@ -79,8 +79,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _models(args: argparse.Namespace) -> int:
+    from ascend_eval.base.paths import cache_root
     from ascend_eval.models.device import resolve_device
-    from ascend_eval.models.weights.paths import cache_root
     from ascend_eval.models.weights.registry import DEFAULTS, SHIPPED
 
     rows = []

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from ascend_eval.base.paths import cache_root
 from ascend_eval.config import EngineLimits, MetricContext
 from ascend_eval.data import Sample
 from ascend_eval.engine import Backends, Engine, RequestCache, RunStats
@@ -22,7 +23,6 @@ from ascend_eval.executors.base import RunInput
 from ascend_eval.executors.provenance import devices, provenance
 from ascend_eval.metrics import Metric, PlanContext
 from ascend_eval.models.factory import resolve_models
-from ascend_eval.models.weights.paths import cache_root
 from ascend_eval.prompts.layout import SampleBlock
 from ascend_eval.results import EvaluationResult
 from ascend_eval.results.records import ScoredSample

@@ -33,10 +33,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ascend_eval.base.paths import cache_root
 from ascend_eval.errors import BACKEND_ERROR, BackendError, ConfigError
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import JobSpec, did_you_mean, load_spec
-from ascend_eval.models.weights.paths import cache_root
 from ascend_eval.results.files import write_job_results
 from ascend_eval.writing import replace_text
 

