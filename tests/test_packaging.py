@@ -1,6 +1,8 @@
 """pyproject.toml lists its packages by hand (models/ and kernels/ install as `ascend_eval.models` and
 `ascend_eval.kernels`): a package missing from the list installs without it, which only a user of a built
-wheel would find. This keeps the list and the folders equal."""
+wheel would find. This keeps the list and the folders equal: every folder that holds files is a package,
+with an `__init__.py` or without (the data folders, which Python imports as namespace packages and
+setuptools warns about when they are not listed), and each data folder's files are its package data."""
 
 from __future__ import annotations
 
@@ -11,24 +13,47 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def package_folders(package_dir: dict[str, str]) -> set[str]:
-    """Every package the mapped folders hold, by its installed name; a folder mapped under another
-    package's name belongs to that mapping only."""
-    found = set()
+def package_folders(package_dir: dict[str, str]) -> dict[str, Path]:
+    """Every package the mapped folders hold (each folder holding a file), by its installed name, with its
+    folder; a folder mapped under another package's name belongs to that mapping only."""
+    found = {}
     for name, path in package_dir.items():
-        for init in (ROOT / path).rglob("__init__.py"):
-            dotted = ".".join((name, *init.parent.relative_to(ROOT / path).parts))
+        for file in (ROOT / path).rglob("*"):
+            if not file.is_file() or "__pycache__" in file.parts:
+                continue
+            dotted = ".".join((name, *file.parent.relative_to(ROOT / path).parts))
             inner = [other for other in package_dir if other.startswith(name + ".")]
             mapped_elsewhere = any(dotted == other or dotted.startswith(other + ".") for other in inner)
-            if "__pycache__" not in dotted and not mapped_elsewhere:
-                found.add(dotted)
+            if not mapped_elsewhere:
+                found[dotted] = file.parent
     return found
 
 
-def test_every_package_folder_is_listed_in_pyproject_and_nothing_else():
+def setuptools_table() -> dict:
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
-    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+
+
+def test_every_package_folder_is_listed_in_pyproject_and_nothing_else():
+    setuptools = setuptools_table()
     assert sorted(package_folders(setuptools["package-dir"])) == sorted(setuptools["packages"])
+
+
+def test_every_file_of_a_data_folder_ships_as_its_package_data():
+    setuptools = setuptools_table()
+    data = {
+        name: folder
+        for name, folder in package_folders(setuptools["package-dir"]).items()
+        if not (folder / "__init__.py").is_file()
+    }
+    assert "ascend_eval.data.builtin" in data
+    unshipped = [
+        str(file.relative_to(ROOT))
+        for name, folder in sorted(data.items())
+        for file in sorted(folder.iterdir())
+        if file.is_file() and not any(file.match(p) for p in setuptools["package-data"].get(name, []))
+    ]
+    assert not unshipped, f"files missing from pyproject's package-data: {unshipped}"
 
 
 def test_a_plain_checkout_imports_models_and_kernels_from_beside_the_package(tmp_path):
