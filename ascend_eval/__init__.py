@@ -30,7 +30,9 @@ def _find_beside_in_a_checkout() -> None:
     """`models/` and `kernels/` are `ascend_eval.models` and `ascend_eval.kernels` (the installed package
     lays them out inside `ascend_eval/`). In a plain checkout they sit beside it: let the package find them
     there, so that the library runs from a clone with its requirements installed and the clone on the path
-    (an installed or editable package finds them as it always does, its own finder first)."""
+    (an installed package has them inside it and needs no finder). The finder goes first: where the
+    environment holds an editable install of another clone, whose finder maps these names to that clone's
+    folders, the package imported from this clone still takes its models and kernels from this clone."""
     import importlib.util
     import sys
     from importlib.abc import MetaPathFinder
@@ -52,7 +54,7 @@ def _find_beside_in_a_checkout() -> None:
                 fullname, folder / "__init__.py", submodule_search_locations=[str(folder)]
             )
 
-    sys.meta_path.append(CheckoutFinder())
+    sys.meta_path.insert(0, CheckoutFinder())
 
 
 _find_beside_in_a_checkout()

@@ -74,3 +74,37 @@ def test_a_plain_checkout_imports_models_and_kernels_from_beside_the_package(tmp
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(ROOT / "models" / "spec.py"), str(ROOT / "kernels" / "__init__.py")]
+
+
+def test_a_checkout_takes_models_and_kernels_from_itself_over_another_clones_editable_install(tmp_path):
+    """An environment with another clone installed in editable mode has a finder that maps
+    `ascend_eval.models` to that clone's folder; the package imported from this checkout still takes its
+    models from beside it, never a mix of two clones."""
+    import subprocess
+    import sys
+
+    other = tmp_path / "other" / "models"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("raise ImportError('the other clone')\n", encoding="utf-8")
+    code = (
+        "import importlib.util, sys\n"
+        "class OtherClone:\n"
+        "    def find_spec(self, fullname, path=None, target=None):\n"
+        "        if fullname != 'ascend_eval.models':\n"
+        "            return None\n"
+        "        return importlib.util.spec_from_file_location(\n"
+        "            fullname, sys.argv[2], submodule_search_locations=[sys.argv[2].rpartition('/')[0]])\n"
+        "sys.meta_path.insert(0, OtherClone())\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "import ascend_eval.models.spec\n"
+        "print(ascend_eval.models.spec.__file__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT), str(other / "__init__.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(ROOT / "models" / "spec.py")]
