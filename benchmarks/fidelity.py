@@ -25,7 +25,7 @@ for noise_sensitivity): a tie, or a NaN on either side, counts as wrong.
 The answer doubles as the reference where a metric needs one. WikiEval rows are taken shortest first
 (by the longest text of the row) so that a run fits a CPU; `--rows` sets how many per property.
 
-    python -m benchmarks.fidelity --wikieval ../shared/fidelity/WikiEval.csv --rows 10 \\
+    python -m benchmarks fidelity --wikieval ../shared/fidelity/WikiEval.csv --rows 10 \\
         --judge ~/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --out fidelity.json
 """
 

@@ -15,9 +15,9 @@ Rows are named `SIDE:BACKEND[:OPTION=VALUE,...]`:
   in flight), `replay=0|1` (also time the backend alone on the recorded trace),
   `layout=auto|task_first|sample_first` (evaluate's `prompt_layout`: one row before and after a relayout).
 
-    python -m benchmarks.harness                                    # every row, 10 samples, default judge
-    python -m benchmarks.harness --samples 50 --runs peers          # RAGAS vs us only
-    python -m benchmarks.harness --judge /models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --samples 4
+    python -m benchmarks harness                                    # every row, 10 samples, default judge
+    python -m benchmarks harness --samples 50 --runs peers          # RAGAS vs us only
+    python -m benchmarks harness --judge /models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --samples 4
 """
 
 from __future__ import annotations
@@ -517,7 +517,7 @@ def _run_row(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.harness",
+        prog="python -m benchmarks harness",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
