@@ -334,6 +334,35 @@ def right(better: float, worse: float, metric: str = "") -> bool:
     return better < worse if metric in LOWER_IS_BETTER else better > worse
 
 
+RECORD_COLUMNS = ("id", "property", "language", "metric", "variant", "better", "worse", "right")
+
+
+def pair_records(pairs: list[dict[str, Any]], variant: str = "ours") -> list[list[Any]]:
+    """One compact row per pair, metric and variant (`RECORD_COLUMNS`) of a fidelity run's `pairs`: what a
+    report keeps of the run's file once its texts and outputs are dropped. Scores are rounded to 4 places
+    and a NaN is None; `right` is judged on the unrounded scores. A file of one variant keeps its scores
+    under "scores", named `variant` here.
+
+    >>> pair = {"id": "p1", "property": "noise_sensitivity", "language": "zh",
+    ...         "variants": {"ragas": {"noise_sensitivity": [0.1, float("nan")]}}}
+    >>> pair_records([pair])
+    [['p1', 'noise_sensitivity', 'zh', 'noise_sensitivity', 'ragas', 0.1, None, False]]
+    >>> pair_records([{"id": "p2", "property": "faithfulness", "language": "en",
+    ...                "scores": {"faithfulness": [0.912345, 0.5]}}])
+    [['p2', 'faithfulness', 'en', 'faithfulness', 'ours', 0.9123, 0.5, True]]
+    """
+    rows = []
+    for pair in pairs:
+        by_variant = pair.get("variants") or {variant: pair.get("scores", {})}
+        for name, scores in by_variant.items():
+            for metric, members in scores.items():
+                better, worse = (math.nan if s is None else float(s) for s in members)
+                shown = [None if math.isnan(s) else round(s, 4) for s in (better, worse)]
+                rows.append([pair["id"], pair["property"], pair["language"], metric, name, *shown,
+                             right(better, worse, metric)])  # fmt: skip
+    return rows
+
+
 def accuracy(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (metric, source): pairs, right, ties, NaN pairs."""
     rows = []
