@@ -61,4 +61,4 @@ clean:
 BENCH_ARGS ?= --samples 10
 .PHONY: bench
 bench: $(STAMP)
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m benchmarks.harness $(BENCH_ARGS)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m benchmarks harness $(BENCH_ARGS)

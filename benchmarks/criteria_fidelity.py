@@ -22,7 +22,7 @@ A pair is right when the better member scores strictly higher; a tie or a NaN on
 both are counted. Each accuracy has a Wilson 95% interval. The server's token counters are read around
 each side.
 
-    python -m benchmarks.criteria_fidelity --judge http://127.0.0.1:8011/v1/chat/completions --ragas \\
+    python -m benchmarks criteria-fidelity --judge http://127.0.0.1:8011/v1/chat/completions --ragas \\
         --cache-dir C --out criteria.json
 """
 

@@ -11,7 +11,7 @@ people and buildings, so it can ship with the repository and never matches a mod
 The same seed and size give the same dataset; every question, context set and answer differs from every
 other sample's.
 
-    python -m benchmarks.datagen --samples 200 --out benchmarks/results/data-200.json
+    python -m benchmarks datagen --samples 200 --out benchmarks/results/data-200.json
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ sample and metric is its own model call, and identical prompts are sent again. H
 metrics and prompts on one loaded model, so the ratio isolates what batching and deduplication buy.
 Nothing is cached between modes (cache off), and the model is loaded and warmed up before timing.
 
-    python -m benchmarks.engine_batching                          # default judge and embedder, 16 samples
-    python -m benchmarks.engine_batching --judge /models/Qwen2.5-1.5B-Instruct --samples 8
+    python -m benchmarks engine-batching                          # default judge and embedder, 16 samples
+    python -m benchmarks engine-batching --judge /models/Qwen2.5-1.5B-Instruct --samples 8
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ reads the scores of one evaluation of it and counts, per metric and kind of flaw
 row scored better, the ties and the pairs where it scored worse (noise_sensitivity: lower is better).
 
     make evaluate                                    # writes out/example
-    python benchmarks/example_pairs.py out/example   # a Markdown table
+    python -m benchmarks example-pairs out/example   # a Markdown table
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ for noise_sensitivity): a tie, or a NaN on either side, counts as wrong.
 The answer doubles as the reference where a metric needs one. WikiEval rows are taken shortest first
 (by the longest text of the row) so that a run fits a CPU; `--rows` sets how many per property.
 
-    python -m benchmarks.fidelity --wikieval ../shared/fidelity/WikiEval.csv --rows 10 \\
+    python -m benchmarks fidelity --wikieval ../shared/fidelity/WikiEval.csv --rows 10 \\
         --judge ~/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --out fidelity.json
 """
 
@@ -332,6 +332,35 @@ def right(better: float, worse: float, metric: str = "") -> bool:
     if math.isnan(better) or math.isnan(worse):
         return False
     return better < worse if metric in LOWER_IS_BETTER else better > worse
+
+
+RECORD_COLUMNS = ("id", "property", "language", "metric", "variant", "better", "worse", "right")
+
+
+def pair_records(pairs: list[dict[str, Any]], variant: str = "ours") -> list[list[Any]]:
+    """One compact row per pair, metric and variant (`RECORD_COLUMNS`) of a fidelity run's `pairs`: what a
+    report keeps of the run's file once its texts and outputs are dropped. Scores are rounded to 4 places
+    and a NaN is None; `right` is judged on the unrounded scores. A file of one variant keeps its scores
+    under "scores", named `variant` here.
+
+    >>> pair = {"id": "p1", "property": "noise_sensitivity", "language": "zh",
+    ...         "variants": {"ragas": {"noise_sensitivity": [0.1, float("nan")]}}}
+    >>> pair_records([pair])
+    [['p1', 'noise_sensitivity', 'zh', 'noise_sensitivity', 'ragas', 0.1, None, False]]
+    >>> pair_records([{"id": "p2", "property": "faithfulness", "language": "en",
+    ...                "scores": {"faithfulness": [0.912345, 0.5]}}])
+    [['p2', 'faithfulness', 'en', 'faithfulness', 'ours', 0.9123, 0.5, True]]
+    """
+    rows = []
+    for pair in pairs:
+        by_variant = pair.get("variants") or {variant: pair.get("scores", {})}
+        for name, scores in by_variant.items():
+            for metric, members in scores.items():
+                better, worse = (math.nan if s is None else float(s) for s in members)
+                shown = [None if math.isnan(s) else round(s, 4) for s in (better, worse)]
+                rows.append([pair["id"], pair["property"], pair["language"], metric, name, *shown,
+                             right(better, worse, metric)])  # fmt: skip
+    return rows
 
 
 def accuracy(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -18,9 +18,9 @@ under OUT), scored by this checkout's harness (`benchmarks/fidelity.py`, so both
 over one request cache: a request that the change leaves alone is asked once, for both sides. A side whose
 file is already in OUT is not scored again, so a stopped run picks up where it was.
 
-    python -m benchmarks.fidelity_gate run --before d34c451 --after HEAD --judge http://127.0.0.1:8011/v1 \\
+    python -m benchmarks fidelity-gate run --before d34c451 --after HEAD --judge http://127.0.0.1:8011/v1 \\
         --wikieval ../shared/fidelity/WikiEval.csv --rows 50 --out gate/
-    python -m benchmarks.fidelity_gate compare gate/before.json gate/after.json
+    python -m benchmarks fidelity-gate compare gate/before.json gate/after.json
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Pairwise accuracy per metric and language, side by side for every variant of one or more fidelity runs.
 
-Each file is what `python -m benchmarks.fidelity --out FILE` wrote: its pairs carry every variant's scores
+Each file is what `python -m benchmarks fidelity --out FILE` wrote: its pairs carry every variant's scores
 ("off/threshold", "anchored/expected", "ragas", ...). A file ending in `.log` or `.txt` is that command's
 output instead, for a run stopped before it wrote FILE: each group it finished is there, under the
 variant "ragas" or "ours" (the log does not say which of our variants a group was). A pair scored in
@@ -9,7 +9,7 @@ several files is matched by its id, property and language, and must be the same 
 a file kept them) in each. Ours and RAGAS can come from two processes that scored the same pairs on the
 same judge server, one beside the other.
 
-    python -m benchmarks.fidelity_table ours.json ragas.json --variants anchored/expected ragas
+    python -m benchmarks fidelity-table ours.json ragas.json --variants anchored/expected ragas
 """
 
 from __future__ import annotations

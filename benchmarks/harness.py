@@ -15,15 +15,16 @@ Rows are named `SIDE:BACKEND[:OPTION=VALUE,...]`:
   in flight), `replay=0|1` (also time the backend alone on the recorded trace),
   `layout=auto|task_first|sample_first` (evaluate's `prompt_layout`: one row before and after a relayout).
 
-    python -m benchmarks.harness                                    # every row, 10 samples, default judge
-    python -m benchmarks.harness --samples 50 --runs peers          # RAGAS vs us only
-    python -m benchmarks.harness --judge /models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --samples 4
+    python -m benchmarks harness                                    # every row, 10 samples, default judge
+    python -m benchmarks harness --samples 50 --runs peers          # RAGAS vs us only
+    python -m benchmarks harness --judge /models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --samples 4
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -166,7 +167,36 @@ def expand_runs(items: list[str]) -> list[Run]:
 # --------------------------------------------------------------------------------------------------------
 
 
-def _ours_judge(run: Run, cfg: dict[str, Any]) -> Any:
+@dataclass(frozen=True)
+class RowConfig:
+    """What a worker needs for its row, the same for every row but the last two: the parent writes it as
+    JSON beside the row (`config-<row>.json`) and the worker reads it back (`RowConfig.read`)."""
+
+    data: str
+    metrics: tuple[str, ...]
+    judge_dir: str
+    embedder_dir: str
+    max_tokens: int
+    max_model_len: int
+    parallelism: int | None
+    timeout: float
+    out: str
+    server_url: str | None
+    server_model: str
+    server_pid: int | None = None
+    run: str = ""  # the row's name
+    result: str = ""  # where the worker writes the row's result
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def read(cls, path: Path) -> RowConfig:
+        fields = json.loads(path.read_text())
+        return cls(**{**fields, "metrics": tuple(fields["metrics"])})
+
+
+def _ours_judge(run: Run, cfg: RowConfig) -> Any:
     """Our judge for the row, built from a `ModelSpec` like every other model of ours."""
     from ascend_eval.models.errors import MissingDependencyError
     from ascend_eval.models.factory import build
@@ -174,19 +204,19 @@ def _ours_judge(run: Run, cfg: dict[str, Any]) -> Any:
 
     if run.backend == "server":
         spec = ModelSpec(
-            model=cfg["server_url"],
+            model=cfg.server_url,
             role="judge",
-            served_model_name=cfg["server_model"],
-            request_timeout=cfg["timeout"],
-            parallelism=run.batch or cfg["parallelism"],
+            served_model_name=cfg.server_model,
+            request_timeout=cfg.timeout,
+            parallelism=run.batch or cfg.parallelism,
         )
     elif run.backend == "torch":
         spec = ModelSpec(
-            model=cfg["judge_dir"],
+            model=cfg.judge_dir,
             role="judge",
             backend="torch",
             device="cpu",
-            max_model_len=cfg["max_model_len"],
+            max_model_len=cfg.max_model_len,
             batch_size=run.batch or 64,
         )
     else:
@@ -194,12 +224,12 @@ def _ours_judge(run: Run, cfg: dict[str, Any]) -> Any:
         # (`CPU_KV_CACHE_BYTES`), as the server gets VLLM_CPU_KVCACHE_SPACE=1.
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         spec = ModelSpec(
-            model=cfg["judge_dir"],
+            model=cfg.judge_dir,
             role="judge",
             backend="vllm",
             device="cpu",
             dtype="float32",
-            max_model_len=cfg["max_model_len"],
+            max_model_len=cfg.max_model_len,
         )
     try:
         return build(spec)
@@ -211,18 +241,18 @@ class SkipRow(Exception):
     """The row cannot run in this environment; the reason goes into the report."""
 
 
-def _server_counts(cfg: dict[str, Any]) -> dict[str, float] | None:
+def _server_counts(cfg: RowConfig) -> dict[str, float] | None:
     """The server's counters before or after a timed phase (whose prefix cache starts empty)."""
     from benchmarks.server import read_counters, reset_prefix_cache
 
-    if not cfg.get("server_url"):
+    if not cfg.server_url:
         return None
-    counters = read_counters(cfg["server_url"])
-    reset_prefix_cache(cfg["server_url"])
+    counters = read_counters(cfg.server_url)
+    reset_prefix_cache(cfg.server_url)
     return counters
 
 
-def _counted_by_server(out: dict[str, Any], run: Run, cfg: dict[str, Any], before: Any) -> bool:
+def _counted_by_server(out: dict[str, Any], run: Run, cfg: RowConfig, before: Any) -> bool:
     """Put the server's own request and token counters for this run into `out`; False where there are none
     (an in-process row, or a server without /metrics)."""
     from benchmarks.server import counter_delta
@@ -241,23 +271,23 @@ def _counted_by_server(out: dict[str, Any], run: Run, cfg: dict[str, Any], befor
 
 
 @contextlib.contextmanager
-def _server_timeline(run: Run, cfg: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _server_timeline(run: Run, cfg: RowConfig) -> Iterator[dict[str, Any]]:
     """Around a server row's timed phase: the server's counters, queue and (for a server the harness
     started) CPU time every 2 s, written beside the report (`timeline-<row>.jsonl`); the dict it yields
     gets their sum, `server_time` (`server.timeline_summary`), for the row's result."""
     from benchmarks.server import ServerTimeline, timeline_summary
 
     timed: dict[str, Any] = {}
-    if run.backend != "server" or not cfg.get("server_url"):
+    if run.backend != "server" or not cfg.server_url:
         yield timed
         return
-    with ServerTimeline(cfg["server_url"], pid=cfg.get("server_pid")) as timeline:
+    with ServerTimeline(cfg.server_url, pid=cfg.server_pid) as timeline:
         yield timed
-    timeline.write(Path(cfg["out"]) / f"timeline-{_slug(run.name)}.jsonl")
+    timeline.write(Path(cfg.out) / f"timeline-{_slug(run.name)}.jsonl")
     timed["server_time"] = timeline_summary(timeline.samples)
 
 
-def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[str, Any]:
+def worker_ours(run: Run, cfg: RowConfig, data: dict[str, list]) -> dict[str, Any]:
     from ascend_eval.models.factory import build
     from ascend_eval.models.spec import ModelSpec
     from benchmarks.ours_side import replay, run_ours, warm_up
@@ -265,19 +295,19 @@ def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[st
 
     started = time.perf_counter()
     judge = _ours_judge(run, cfg)
-    embedder = build(ModelSpec(model=cfg["embedder_dir"], role="embedder", device="cpu"))
+    embedder = build(ModelSpec(model=cfg.embedder_dir, role="embedder", device="cpu"))
     warm_up(judge, embedder)  # loads both: the load time is measured here, outside the timed run
     load = time.perf_counter() - started
     # The trace (every request's full prompt) is written only where it is replayed.
-    trace = Path(cfg["out"]) / f"trace-{_slug(run.name)}.jsonl" if run.replay else None
+    trace = Path(cfg.out) / f"trace-{_slug(run.name)}.jsonl" if run.replay else None
     before = _server_counts(cfg) if run.backend == "server" else None
     with _server_timeline(run, cfg) as timed:
         out = run_ours(
             data,
-            cfg["metrics"],
+            list(cfg.metrics),
             judge,
             embedder,
-            max_tokens=cfg["max_tokens"],
+            max_tokens=cfg.max_tokens,
             trace_path=trace,
             chunk_size=run.chunk,
             dedupe=run.dedupe,
@@ -290,7 +320,7 @@ def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[st
         out["count_source"] = "response usage"
     if trace is not None:
         if run.backend == "server":
-            reset_prefix_cache(cfg["server_url"])  # the replay starts with an empty prefix cache too
+            reset_prefix_cache(cfg.server_url)  # the replay starts with an empty prefix cache too
         replayed = replay(trace, judge, embedder)
         out["replay_seconds"] = replayed["seconds"]
         out["replay_calls"] = replayed["calls"]
@@ -302,24 +332,24 @@ def worker_ours(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[st
     return out
 
 
-def worker_ragas(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[str, Any]:
+def worker_ragas(run: Run, cfg: RowConfig, data: dict[str, list]) -> dict[str, Any]:
     from benchmarks import ragas_side
 
     started = time.perf_counter()
-    emb = ragas_side.embeddings(cfg["embedder_dir"])
+    emb = ragas_side.embeddings(cfg.embedder_dir)
     counts = ragas_side.Counts()
     if run.backend == "server":
-        llm = ragas_side.server_llm(cfg["server_url"], cfg["server_model"], cfg["max_tokens"], counts)
+        llm = ragas_side.server_llm(cfg.server_url, cfg.server_model, cfg.max_tokens, counts)
         llm.langchain_llm.invoke("Say OK.")
     else:
-        llm, pipe = ragas_side.pipeline_llm(cfg["judge_dir"], cfg["max_tokens"], counts)
+        llm, pipe = ragas_side.pipeline_llm(cfg.judge_dir, cfg.max_tokens, counts)
         pipe("Say OK.", max_new_tokens=4)
     emb.embed_query("warm-up")
     counts.reset()
     load = time.perf_counter() - started
     before = _server_counts(cfg) if run.backend == "server" else None
     with _server_timeline(run, cfg) as timed:
-        out = ragas_side.run_ragas(data, cfg["metrics"], llm, emb, timeout=cfg["timeout"])
+        out = ragas_side.run_ragas(data, list(cfg.metrics), llm, emb, timeout=cfg.timeout)
     out.update(timed)
     if not _counted_by_server(out, run, cfg, before):
         out.update(
@@ -333,10 +363,10 @@ def worker_ragas(run: Run, cfg: dict[str, Any], data: dict[str, list]) -> dict[s
 
 
 def worker(config_path: Path) -> int:
-    cfg = json.loads(config_path.read_text())
-    run = parse_run(cfg["run"])
-    data = json.loads(Path(cfg["data"]).read_text())
-    result_path = Path(cfg["result"])
+    cfg = RowConfig.read(config_path)
+    run = parse_run(cfg.run)
+    data = json.loads(Path(cfg.data).read_text())
+    result_path = Path(cfg.result)
     try:
         out = worker_ragas(run, cfg, data) if run.side == "ragas" else worker_ours(run, cfg, data)
     except SkipRow as e:
@@ -438,13 +468,11 @@ def load_data(args: argparse.Namespace, out: Path) -> tuple[Path, str]:
     return path, label
 
 
-def run_worker(
-    run: Run, cfg: dict[str, Any], python: str, extra_pids: list[int], out: Path
-) -> dict[str, Any]:
+def run_worker(run: Run, cfg: RowConfig, python: str, extra_pids: list[int], out: Path) -> dict[str, Any]:
     slug = _slug(run.name)
     config_path, result_path = out / f"config-{slug}.json", out / f"result-{slug}.json"
     result_path.unlink(missing_ok=True)
-    config_path.write_text(json.dumps({**cfg, "run": run.name, "result": str(result_path)}))
+    dataclasses.replace(cfg, run=run.name, result=str(result_path)).write(config_path)
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
@@ -503,7 +531,7 @@ def _not_run(run: Run, status: str, reason: str) -> dict[str, Any]:
 
 
 def _run_row(
-    run: Run, cfg: dict[str, Any], args: argparse.Namespace, server_python: str | None, server: Any
+    run: Run, cfg: RowConfig, args: argparse.Namespace, server_python: str | None, server: Any
 ) -> dict[str, Any]:
     """One row's result: skipped with the reason, or run in a worker."""
     reason = skip_reason(run, args, server_python)
@@ -517,7 +545,7 @@ def _run_row(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.harness",
+        prog="python -m benchmarks harness",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -611,19 +639,19 @@ def main(argv: list[str] | None = None) -> int:
     n = len(json.loads(data_path.read_text())["question"])
     max_model_len = model_length(judge_dir, args.max_model_len)
     server_python = args.server_python if Path(args.server_python).is_file() else None
-    cfg = {
-        "data": str(data_path),
-        "metrics": metrics,
-        "judge_dir": str(judge_dir),
-        "embedder_dir": str(embedder_dir),
-        "max_tokens": args.max_tokens,
-        "max_model_len": max_model_len,
-        "parallelism": args.parallelism,
-        "timeout": args.timeout,
-        "out": str(args.out),
-        "server_url": args.server_url,
-        "server_model": args.server_model,
-    }
+    cfg = RowConfig(
+        data=str(data_path),
+        metrics=tuple(metrics),
+        judge_dir=str(judge_dir),
+        embedder_dir=str(embedder_dir),
+        max_tokens=args.max_tokens,
+        max_model_len=max_model_len,
+        parallelism=args.parallelism,
+        timeout=args.timeout,
+        out=str(args.out),
+        server_url=args.server_url,
+        server_model=args.server_model,
+    )
     results: list[dict[str, Any]] = [{} for _ in runs]
     server = None
     need_server = any(r.backend == "server" for r in runs) and not args.server_url and server_python
@@ -648,7 +676,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[bench] starting the judge server ({server_python})", flush=True)
             server.start()
             print(f"[bench] server ready in {server.ready_seconds:.0f}s at {server.url}", flush=True)
-            cfg.update(server_url=server.url, server_model=SERVED_NAME, server_pid=server.process.pid)
+            cfg = dataclasses.replace(
+                cfg, server_url=server.url, server_model=SERVED_NAME, server_pid=server.process.pid
+            )
         header = {
             "benchmark": "ascend-eval vs RAGAS 0.4.3",
             "samples": n,

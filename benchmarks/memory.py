@@ -6,10 +6,10 @@ model), with a temporary request cache and results folder (`out=`, the streamed 
 every result in memory instead), and reports each child's peak RSS (VmHWM) and wall time as
 `memory.json` and `memory.md` under `--out`.
 
-    python -m benchmarks.memory --samples 1000 10000 100000          # streamed into a results folder
-    python -m benchmarks.memory --samples 1000 10000 --in-memory     # results kept in memory
-    python -m benchmarks.memory --samples 10000 --tracemalloc 15     # also the top allocations
-    python -m benchmarks.memory --samples 1000 10000 --job           # a job (`ascend-eval job run`)
+    python -m benchmarks memory --samples 1000 10000 100000          # streamed into a results folder
+    python -m benchmarks memory --samples 1000 10000 --in-memory     # results kept in memory
+    python -m benchmarks memory --samples 10000 --tracemalloc 15     # also the top allocations
+    python -m benchmarks memory --samples 1000 10000 --job           # a job (`ascend-eval job run`)
 
 `--job` runs a job instead (`Jobs.create(spec).run()`, the path of `ascend-eval job run` and of the REST
 service) on the same file, faithfulness only, its judge the HTTP rule server of `benchmarks.rule_server`

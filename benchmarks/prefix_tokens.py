@@ -10,9 +10,9 @@ is identified by the hash of the whole token prefix it ends, and a request compu
 longest run of leading blocks already cached (at least its last token); then all its full blocks are
 cached. The cache never evicts (the optimistic case; a server with a small cache does worse).
 
-    python -m benchmarks.prefix_tokens                       # 20 English samples, K=3, SmolLM2's tokenizer
-    python -m benchmarks.prefix_tokens --samples 40 --k 5 --languages en zh --tokenizer DIR
-    python -m benchmarks.prefix_tokens --layout task_first sample_first      # both layouts, same samples
+    python -m benchmarks prefix-tokens                       # 20 English samples, K=3, SmolLM2's tokenizer
+    python -m benchmarks prefix-tokens --samples 40 --k 5 --languages en zh --tokenizer DIR
+    python -m benchmarks prefix-tokens --layout task_first sample_first      # both layouts, same samples
 
 Prints, per block size, the prompt tokens per sample (without a cache, and computed with one), and the
 share of each prompt family. Beside them, two bounds: the floor, the sample's own texts (question, contexts,

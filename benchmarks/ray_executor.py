@@ -14,8 +14,8 @@ verdicts lean "yes", embeddings are text lengths), each run with a fresh request
 `ray.json` and `ray.md` under `--out` hold both walls, their ratio, Ray's overhead per sample
 ((ray - local) / N) and how long Ray took to start.
 
-    python -m benchmarks.ray_executor --samples 10000
-    python -m benchmarks.ray_executor --samples 2000 --workers 1 --batch-size 256
+    python -m benchmarks ray-executor --samples 10000
+    python -m benchmarks ray-executor --samples 2000 --workers 1 --batch-size 256
 """
 
 from __future__ import annotations

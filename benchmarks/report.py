@@ -1,11 +1,12 @@
 """The harness's report: derived figures per run (per-sample rates, ratio against RAGAS, NaN disagreements)
 and the markdown tables. Pure functions of the runs' JSON, so a saved report can be re-rendered.
 
-    python -m benchmarks.report benchmarks/results/bench.json     # print the tables again
+    python -m benchmarks report benchmarks/results/bench.json     # print the tables again
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -184,7 +185,11 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    path = Path((argv or sys.argv[1:])[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("bench_json", type=Path, help="a harness run's bench.json")
+    path = parser.parse_args(argv).bench_json
     print(markdown(json.loads(path.read_text())))
     return 0
 

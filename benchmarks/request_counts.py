@@ -9,8 +9,8 @@ The per-sample columns are counted with calibration off, since they are what gro
 default calibration (`prompts/calibration.py`) adds a fixed number of requests per run (six per yes/no
 prompt and language, whatever the number of samples); the last column gives that number.
 
-    python benchmarks/request_counts.py            # K=3 on the bundled example
-    python benchmarks/request_counts.py --k 5
+    python -m benchmarks request-counts            # K=3 on the bundled example
+    python -m benchmarks request-counts --k 5
 """
 
 from __future__ import annotations

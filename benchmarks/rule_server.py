@@ -7,7 +7,7 @@ It reads the sample's input block that our prompts put last and answers:
   context, as top log-probabilities over "1" and "0".
 It keeps no record of what it served, so its memory does not grow with the run.
 
-    python -m benchmarks.rule_server --port 8001      # prints the chat completions URL, then serves
+    python -m benchmarks rule-server --port 8001      # prints the chat completions URL, then serves
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Test sets from one corpus by ours (`ascend_eval.testset.generate`) and by RAGAS 0.4.3's `TestsetGenerator`,
 on the same judge server, corpus and size, one after the other; then the same two checks on both tools' rows.
 
-    python -m benchmarks.testset_quality --judge URL --corpus ascend-eval/rag-mini-en --size 30 --out DIR
+    python -m benchmarks testset-quality --judge URL --corpus ascend-eval/rag-mini-en --size 30 --out DIR
 
 * **ours**: `generate(corpus, size, judge=URL/v1/chat/completions, embedder=...)`, its defaults.
 * **ragas**: `TestsetGenerator(LangchainLLMWrapper(ChatOpenAI(base_url=URL/v1)), LangchainEmbeddingsWrapper(

@@ -13,8 +13,8 @@ The prefix cache is cleared before each mode and nothing is cached between modes
 work. Scores must be identical between the first two modes and between the last two (the guard turns
 rows that would have reached max_tokens into NaN with another reason, which the means leave out anyway).
 
-    python -m benchmarks.torch_decode                      # default judge, 8 samples
-    python -m benchmarks.torch_decode --samples 16 --metrics faithfulness
+    python -m benchmarks torch-decode                      # default judge, 8 samples
+    python -m benchmarks torch-decode --samples 16 --metrics faithfulness
 """
 
 from __future__ import annotations
