@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from ascend_eval.choices import JudgeMode, Method, Scoring
@@ -124,6 +124,12 @@ class PlanContext:
     scoring: Scoring = "threshold"
     """"threshold": each verdict counts as yes or no, as RAGAS counts them. "expected": a verdict-based
     score is its expected value under the verdict probabilities (`docs/metrics.md`, "Expected scores")."""
+
+    def task_first(self) -> PlanContext:
+        """This context without the sample block: the requests a plan builds from it are task first in
+        every layout. For a metric whose own use of a shared prompt was measured worse sample first, where
+        other metrics' uses of the same prompt were not (`docs/metrics.md`, "Prompt layout")."""
+        return replace(self, block=None)
 
 
 Plan = Generator[Sequence[Request], list[Any], MetricResult]

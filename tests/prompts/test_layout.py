@@ -25,6 +25,9 @@ TASK_FIRST_FAMILIES = ("context_useful",)
 """The prompts that lost a fidelity pair sample first (docs/metrics.md, "Prompt layout")."""
 WRITER_FAMILIES = ("statements", "entities", "response_question")
 """The prompts that write from a text, which they carry in every layout (`PromptSpec.writes_from`)."""
+TASK_FIRST_USES = {"faithfulness": "statement_support"}
+"""Metrics whose own requests of a shared prompt stay task first (`PlanContext.task_first`): faithfulness's
+support verdicts, measured worse sample first on long Chinese pairs, where answer_correctness's were not."""
 CONTEXTS_ONLY_FAMILIES = ("nv_response_groundedness_judge1", "nv_response_groundedness_judge2")
 """The prompts that point to the contexts only, sample first, and keep the answer in their input."""
 
@@ -107,14 +110,17 @@ class Recorder:
         return ReplayJudge(self.generate, self.classify, model_id="layout-rules")
 
 
-def _sent(row: dict, ngram_embedder, language: str) -> list[GenerateRequest | ClassifyRequest]:
-    """Every request the twelve metrics send for `row`, rendered sample first where the sample pays off."""
+def _sent(
+    row: dict, ngram_embedder, language: str, metrics: list[str] | None = None
+) -> list[GenerateRequest | ClassifyRequest]:
+    """Every request the metrics (default: the twelve) send for `row`, rendered sample first where the
+    sample pays off."""
     recorder = Recorder()
     sample = Sample(**row)
     engine = Engine(Backends(judge=recorder.judge(), embedder=ngram_embedder))
     block = SampleBlock.of(sample)
     ctx = PlanContext(language, block=block if block.pays_off else None)  # type: ignore[arg-type]
-    engine.run({m.name: m.plan(sample, ctx) for m in resolve_metrics(metric_names())})
+    engine.run({m.name: m.plan(sample, ctx) for m in resolve_metrics(metrics or metric_names())})
     assert recorder.sent
     return recorder.sent
 
@@ -132,10 +138,12 @@ def test_every_request_that_reads_the_contexts_starts_with_the_same_block(row, l
     head = full.render(language, frozenset({"contexts"})).rstrip("\n")  # preamble, question, contexts
     assert head.startswith(PREAMBLE[language]) and all(c in head for c in row["retrieved_contexts"])
     own_question = [r for r in sent if r.tag.startswith("response_question")]
-    # the prompts measured worse sample first, and those that write from a text, stay task first
-    kept = [r for r in sent if not PROMPTS[r.tag].lays_out_sample_first]
-    assert {r.tag.split("@")[0] for r in kept} == {*TASK_FIRST_FAMILIES, *WRITER_FAMILIES}
-    assert not any(read_block(r.messages[-1].content) for r in kept)
+    # the prompts measured worse sample first, those that write from a text, and the metrics' own uses
+    # measured worse sample first, stay task first
+    kept = [r for r in sent if not read_block(r.messages[-1].content)]
+    families = {*TASK_FIRST_FAMILIES, *WRITER_FAMILIES, *TASK_FIRST_USES.values()}
+    assert {r.tag.split("@")[0] for r in kept} == families
+    assert all(r in kept for r in sent if not PROMPTS[r.tag].lays_out_sample_first)
     others = [r for r in sent if r not in kept]
     assert own_question and len({r.tag.split("@")[0] for r in others}) >= 7
     readers = [r for r in others if _view(r.messages[-1].content, language).contexts]
@@ -149,6 +157,22 @@ def test_every_request_that_reads_the_contexts_starts_with_the_same_block(row, l
     # each context appears at most once per request, in the block: the task's input points to it
     for r in others:
         assert all(r.messages[-1].content.count(c) <= 1 for c in row["retrieved_contexts"])
+
+
+@pytest.mark.parametrize(("row", "language"), [(EN, "en"), (ZH, "zh")])
+def test_faithfulness_asks_its_support_verdicts_task_first_and_the_other_metrics_sample_first(
+    row, language, ngram_embedder
+):
+    """The support prompt is shared; faithfulness's own verdicts carry the contexts in their input in every
+    layout, while context_recall's, answer_correctness's and noise_sensitivity's point to the sample."""
+    support = [r for r in _sent(row, ngram_embedder, language, ["faithfulness"]) if r.tag.startswith(
+        "statement_support")]  # fmt: skip
+    assert support and not any(read_block(r.messages[-1].content) for r in support)
+    assert all(read_input(r.messages[-1].content)["context"] == Sample(**row).joined_contexts for r in support)
+    for name in ("context_recall", "answer_correctness", "noise_sensitivity"):
+        theirs = [r for r in _sent(row, ngram_embedder, language, [name]) if r.tag.startswith(
+            "statement_support")]  # fmt: skip
+        assert theirs and all(read_block(r.messages[-1].content) for r in theirs), name
 
 
 @pytest.mark.parametrize(("row", "language"), [(EN, "en"), (ZH, "zh")])
@@ -182,6 +206,9 @@ def test_a_block_shows_the_question_and_only_the_parts_its_task_points_to(row, l
         if not PROMPTS[request.tag].lays_out_sample_first:
             assert read_block(content) is None
             continue
+        if read_block(content) is None:  # a metric's own use kept task first: faithfulness's verdicts
+            assert request.tag.split("@")[0] in TASK_FIRST_USES.values()
+            continue
         view = _view(content, language)
         assert view.question == full.question
         assert view.contexts in ((), full.contexts) and view.answer in ("", full.answer)
@@ -198,7 +225,7 @@ def test_a_block_shows_the_question_and_only_the_parts_its_task_points_to(row, l
         seen.setdefault(request.tag.split("@")[0], set()).add(
             (bool(view.contexts), bool(view.answer), bool(view.reference))
         )
-    assert seen["statement_support"] >= {(True, False, False)}  # faithfulness: contexts only
+    assert seen["statement_support"] >= {(True, False, False)}  # context_recall: contexts only
     assert seen["nv_context_relevance_judge1"] == {(True, False, False)}
     assert seen["nv_accuracy_judge1"] == {(False, True, True)}  # answer and reference, no contexts
 
