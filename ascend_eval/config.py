@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -51,7 +51,7 @@ from ascend_eval.engine.tracing import TraceArg
 from ascend_eval.models.base import Role
 from ascend_eval.models.budget import check_budget
 from ascend_eval.models.checks import CHUNK_SIZE, WORKERS
-from ascend_eval.models.factory import ROLE_KEYS, ModelArg, check
+from ascend_eval.models.factory import ROLE_KEYS, ModelArg, check, spec_for
 from ascend_eval.models.spec import Backend
 from ascend_eval.setting import (
     ADDRESS,
@@ -92,7 +92,7 @@ def share(name: str, value: Any) -> None:
 class ModelChoice:
     """What a run uses for one role, as the user gave it: a shipped name, a path, a URL, a `ModelSpec`
     or an instance (None: the role's default), and the backend for a local model given by name or path.
-    `ascend_eval.models.factory.spec_for` turns it into a `ModelSpec` where it loads."""
+    `EvaluationConfig.model_specs` turns it into a `ModelSpec`."""
 
     value: ModelArg = None
     backend: Backend = "auto"
@@ -400,6 +400,22 @@ class EvaluationConfig:
         return {
             role: ModelChoice(getattr(chosen, key), getattr(chosen, f"{key}_backend"))
             for role, key in ROLE_KEYS.items()
+        }
+
+    def model_specs(self, roles: Iterable[Role] | None = None) -> dict[Role, Any]:
+        """The models of `roles` (default: all three), each as the one `ModelSpec` the registry builds it
+        from (`ascend_eval.models.factory.spec_for`: its backend and the run's device merged in, here and
+        nowhere else), or as the runtime instance the user passed. Every executor builds these.
+
+        Raises:
+            ConfigError: a backend setting that contradicts the model's spec, or no cross-encoder where one
+                is asked for.
+        """
+        wanted = set(ROLE_KEYS) if roles is None else set(roles)
+        return {
+            role: spec_for(choice.value, role, backend=choice.backend, device=self.device)
+            for role, choice in self.models.items()
+            if role in wanted
         }
 
     @property

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from ascend_eval.errors import BACKEND_ERROR, BackendError, ConfigError
 from ascend_eval.metrics import canonical_name
-from ascend_eval.models.factory import ModelArg
+from ascend_eval.models.factory import ModelArg, model_spec
 from ascend_eval.models.spec import ModelSpec
 
 __all__ = [
@@ -330,9 +330,9 @@ def judge_of(llm: Any) -> ModelArg:
     """
     base_url, model_name = getattr(llm, "base_url", None), getattr(llm, "model_name", None)
     if isinstance(base_url, str) and isinstance(model_name, str):  # before `_ours`: LangChain LLMs generate
-        return ModelSpec(
-            model=base_url,
-            role="judge",
+        return model_spec(
+            base_url,
+            "judge",
             served_model_name=model_name,
             **_client_settings(getattr(llm, "client_param", None), base_url),
         )
@@ -356,10 +356,8 @@ def embedder_of(embeddings: Any) -> ModelArg:
         return embeddings
     url = getattr(embeddings, "url", None)
     if isinstance(url, str):
-        return ModelSpec(
-            model=tei_embed_url(url),
-            role="embedder",
-            **_client_settings(getattr(embeddings, "client_param", None), url),
+        return model_spec(
+            tei_embed_url(url), "embedder", **_client_settings(getattr(embeddings, "client_param", None), url)
         )
     model_path = getattr(embeddings, "model_path", None)
     if isinstance(model_path, str | Path):
@@ -367,7 +365,7 @@ def embedder_of(embeddings: Any) -> ModelArg:
         if not isinstance(device, str):  # the SDK's own TextEmbedding: its model is already placed
             device = str(getattr(getattr(embeddings, "model", None), "device", "") or "") or None
         check_pooling(Path(model_path), str(getattr(embeddings, "pooling_method", "cls")))
-        return ModelSpec(model=str(model_path), role="embedder", device=device)
+        return model_spec(str(model_path), "embedder", device=device)
     if _ours(embeddings):
         return embeddings  # type: ignore[no-any-return]
     raise ConfigError(

@@ -20,6 +20,7 @@ engine is imported only when one of its runtimes loads.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -32,8 +33,10 @@ __all__ = [
     "ROLE_KEYS",
     "ModelArg",
     "build",
+    "build_models",
     "check",
     "local_path",
+    "model_spec",
     "resolve",
     "resolve_models",
     "spec_for",
@@ -114,8 +117,8 @@ def resolve(value: ModelArg, role: Role, *, backend: str = "auto", device: str |
 def spec_for(
     value: ModelArg, role: Role, *, backend: str = "auto", device: str | None = None
 ) -> ModelSpec | Runtime:
-    """The `ModelSpec` of what a user passed as a role's model (as `resolve` takes it), or the runtime
-    itself when an instance was passed (checked for the role).
+    """The `ModelSpec` of what a user passed as a role's model (as `resolve` takes it), made by
+    `model_spec`, or the runtime itself when an instance was passed (checked for the role).
 
     Raises:
         ConfigError: `value` is of another role, or `backend` contradicts it.
@@ -126,24 +129,53 @@ def spec_for(
         if role not in DEFAULTS:
             raise ConfigError(NO_CROSS_ENCODER)
         value = DEFAULTS[role]
-    if isinstance(value, str | Path):
-        spec = ModelSpec(model=str(value), role=role, backend=backend)
-    elif isinstance(value, ModelSpec):
+    if isinstance(value, str | Path | ModelSpec):
+        return model_spec(value, role, backend=backend, device=device)
+    if backend != "auto":
+        raise ConfigError(
+            f"{ROLE_KEYS[role]}_backend={backend!r} chooses the runtime of a {role} given by name or "
+            f"path; {ROLE_KEYS[role]}= is a {type(value).__name__} instance, already built. Drop it."
+        )
+    return _instance(value, role)
+
+
+def model_spec(
+    value: str | Path | Mapping[str, Any] | ModelSpec,
+    role: Role,
+    *,
+    backend: str = "auto",
+    device: str | None = None,
+    **fields: Any,
+) -> ModelSpec:
+    """The one conversion of a model setting into the `ModelSpec` the registry builds: every entry point
+    (`evaluate`'s keywords, the command line and its `--config` files, job specs, the drop-ins) makes its
+    models' specs here, and the spec goes on unchanged (but for the memory budget's share and a Ray actor's
+    placement) to `build`.
+
+    Args:
+        value: a model string (as `ModelSpec.model`), the fields of a spec (a `--config` file's mapping),
+            or a `ModelSpec`.
+        role: the role the model is wanted for.
+        backend: the `<role>_backend` setting: the runtime of a local model whose spec leaves it "auto"; a
+            spec that names another one is an error. This is the one place it is merged into a spec.
+        device: the run's device, for a local model whose spec names none.
+        **fields: further `ModelSpec` fields (endpoint, engine and decoding settings).
+
+    Raises:
+        ConfigError: a spec of another role, a backend that contradicts the spec's, or fields that do not
+            fit the model (see `ModelSpec`).
+    """
+    if isinstance(value, ModelSpec):
         spec = value.for_role(role)
-        if backend != "auto" and spec.backend == "auto":
-            spec = spec.replace(backend=backend)  # what the spec leaves open, as with `device`
-        elif backend != "auto" and spec.backend != backend:
-            raise ConfigError(
-                f"{ROLE_KEYS[role]}_backend={backend!r} but the {role}'s ModelSpec says "
-                f"backend={spec.backend!r}; set it in one place."
-            )
+        merged = _backend(fields.get("backend", spec.backend), backend, role)
+        if fields or merged != spec.backend:
+            spec = spec.replace(**{**fields, "backend": merged})
     else:
-        if backend != "auto":
-            raise ConfigError(
-                f"{ROLE_KEYS[role]}_backend={backend!r} chooses the runtime of a {role} given by name or "
-                f"path; {ROLE_KEYS[role]}= is a {type(value).__name__} instance, already built. Drop it."
-            )
-        return _instance(value, role)
+        given = {"model": str(value)} if isinstance(value, str | Path) else dict(value)
+        given.update(fields)
+        # Merged before the spec is made: its engine settings are checked against the backend that runs them.
+        given["backend"] = _backend(given.get("backend", "auto"), backend, role)
+        spec = ModelSpec(**{"role": role, **given}).for_role(role)
     if device is not None and spec.device is None and not spec.is_endpoint:
         spec = spec.replace(device=device)
     return spec
@@ -156,30 +188,65 @@ def resolve_models(
     device: str | None = None,
     memory_budget: float | None = None,
 ) -> dict[Role, Runtime]:
-    """The runtimes of one run, whose local models share each accelerator within `memory_budget`
-    (`ascend_eval.models.budget.split_memory`: every vLLM engine without its own `gpu_memory_utilization`
-    gets its part).
+    """The runtimes of what was passed per role (as `resolve` takes it): each made a spec by `spec_for`,
+    then built by `build_models`.
 
     Args:
-        values: what was passed per role (as `resolve` takes it).
-        backends: the backend per role for models given by name or path.
+        values: what was passed per role.
+        backends: the `<role>_backend` setting per role.
         device: the device of local models whose spec names none.
-        memory_budget: share of each accelerator the run's local models may take together; None: the
-            default (`DEFAULT_MEMORY_BUDGET`).
+        memory_budget: as `build_models`.
 
     Raises:
         ConfigError: as `resolve`, or the budget cannot hold the models that share a device.
     """
-    from ascend_eval.models.budget import DEFAULT_MEMORY_BUDGET, check_budget, split_memory
-
-    budget = check_budget(DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget)
     chosen = {
         role: spec_for(value, role, backend=(backends or {}).get(role, "auto"), device=device)
         for role, value in values.items()
     }
-    specs = {role: spec for role, spec in chosen.items() if isinstance(spec, ModelSpec)}
-    planned = split_memory(specs, budget, device=device)
-    return {role: build(planned[role]) if role in planned else chosen[role] for role in chosen}
+    return build_models(chosen, memory_budget=memory_budget)
+
+
+def build_models(
+    specs: Mapping[Role, ModelSpec | Runtime], *, memory_budget: float | None = None
+) -> dict[Role, Runtime]:
+    """The runtimes of one run's specs (made by `model_spec`; runtimes passed in are kept as they are),
+    whose local models share each accelerator within `memory_budget`
+    (`ascend_eval.models.budget.split_memory`: every vLLM engine without its own `gpu_memory_utilization`
+    gets its part). What the local executor, the test-set generator, a job's RAG pipeline and every Ray
+    actor build their models with.
+
+    Args:
+        specs: the run's models by role.
+        memory_budget: share of each accelerator the run's local models may take together; None: the
+            default (`DEFAULT_MEMORY_BUDGET`).
+
+    Raises:
+        ConfigError: as `build`, or the budget cannot hold the models that share a device.
+    """
+    from ascend_eval.models.budget import DEFAULT_MEMORY_BUDGET, check_budget, split_memory
+
+    budget = check_budget(DEFAULT_MEMORY_BUDGET if memory_budget is None else memory_budget)
+    local = {role: spec for role, spec in specs.items() if isinstance(spec, ModelSpec)}
+    planned = split_memory(local, budget)
+    return {role: build(planned[role]) if role in planned else specs[role] for role in specs}
+
+
+def _backend(own: str, setting: str, role: Role) -> str:
+    """The backend of a spec that says `own`, under the `<role>_backend` setting: the setting where the spec
+    leaves it "auto".
+
+    Raises:
+        ConfigError: the two name different backends.
+    """
+    if setting == "auto" or own == setting:
+        return own
+    if own == "auto":
+        return setting
+    raise ConfigError(
+        f"{ROLE_KEYS[role]}_backend={setting!r} but the {role}'s ModelSpec says backend={own!r}; set it in "
+        "one place."
+    )
 
 
 def check(value: ModelArg, role: Role) -> None:

@@ -382,12 +382,13 @@ def _metrics_flags(args: argparse.Namespace) -> list[Any] | None:
 
 def evaluate_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
     """evaluate()'s arguments from an effective configuration: its keys less the command line's, and each
-    model mapping as a `ModelSpec` (checked now, before any model loads).
+    model (a string or a mapping of fields) as a `ModelSpec` with its backend setting merged in
+    (`ascend_eval.models.factory.model_spec`, checked now, before any model loads).
 
     Raises:
         ConfigError: a model's settings do not fit it (the message names the key).
     """
-    from ascend_eval.models.spec import ModelSpec
+    from ascend_eval.models.factory import model_spec
 
     kwargs = {k: v for k, v in config.items() if k not in CLI_DEFAULTS}
     if kwargs.get("metrics") is not None:
@@ -398,12 +399,9 @@ def evaluate_kwargs(config: Mapping[str, Any]) -> dict[str, Any]:
         value = kwargs[key]
         if value is None:
             continue
-        fields = {"model": value} if isinstance(value, str) else dict(value)
-        backend = kwargs.get(f"{key}_backend") or "auto"
-        if "backend" not in fields and backend != "auto":
-            fields["backend"] = backend
         try:
-            kwargs[key] = spec = ModelSpec(role=role, **fields)
+            # The backend setting is merged into the spec here, before its engine settings are checked.
+            kwargs[key] = spec = model_spec(value, role, backend=kwargs.get(f"{key}_backend") or "auto")
         except ConfigError as e:
             raise ConfigError(f"{key}: {e}") from None
         parts = urlsplit(spec.model.strip()) if spec.is_endpoint else None

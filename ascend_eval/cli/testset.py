@@ -85,9 +85,10 @@ def check_out(path: Path, flag: str) -> Path:
 
 def model_arg(args: argparse.Namespace, role: str) -> Any:
     """The judge or embedder as given (a name, path or URL), or a `ModelSpec` when `--{role}-model` or
-    `--{role}-set` change its fields (checked now, before any model loads)."""
+    `--{role}-set` change its fields (`ascend_eval.models.factory.model_spec`, with `--{role}-backend`
+    merged in, checked now, before any model loads)."""
     from ascend_eval.cli.config import parse_settings
-    from ascend_eval.models.spec import ModelSpec
+    from ascend_eval.models.factory import model_spec
 
     fields = parse_settings(role, getattr(args, f"{role}_set", None))
     served = getattr(args, f"{role}_model", None)
@@ -96,7 +97,8 @@ def model_arg(args: argparse.Namespace, role: str) -> Any:
     given = getattr(args, role, None)
     if not fields:
         return given
-    return ModelSpec(role=role, model=given or "local:default", **fields)
+    backend = getattr(args, f"{role}_backend", None) or "auto"
+    return model_spec(given or "local:default", role, backend=backend, **fields)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ from ascend_eval.errors import OutputError
 from ascend_eval.executors.base import RunInput
 from ascend_eval.executors.provenance import devices, provenance
 from ascend_eval.metrics import Metric, PlanContext
-from ascend_eval.models.factory import resolve_models
+from ascend_eval.models.factory import build_models
 from ascend_eval.prompts.layout import SampleBlock
 from ascend_eval.results import EvaluationResult
 from ascend_eval.results.records import ScoredSample
@@ -99,12 +99,7 @@ def run_locally(run: RunInput) -> EvaluationResult:
     passed them in built), and one engine in this process scoring every sample into `run.sink`."""
     config, cache = run.config, open_cache(run.config.cache_dir)
     roles = set().union(*(m.roles for m in run.metrics))
-    built = resolve_models(
-        {role: choice.value for role, choice in config.models.items() if role in roles},
-        backends={role: choice.backend for role, choice in config.models.items()},
-        device=config.device,
-        memory_budget=config.memory_budget,
-    )
+    built = build_models(config.model_specs(roles), memory_budget=config.memory_budget)
     ids = {role: getattr(b, "model_id", None) for role, b in built.items()}
     opened = run_attributes(
         samples=run.count,

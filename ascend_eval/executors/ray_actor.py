@@ -30,7 +30,7 @@ from ascend_eval.engine import Backends
 from ascend_eval.errors import AscendEvalError
 from ascend_eval.executors.local import open_cache, score_samples
 from ascend_eval.metrics import resolve_metrics
-from ascend_eval.models.factory import resolve_models
+from ascend_eval.models.factory import build_models
 from ascend_eval.results.records import ScoredSample
 
 ROW, LANGUAGE, STAGES, PROMPTS, MODELS = "row", "language", "stages", "prompts", "models"
@@ -82,8 +82,8 @@ class BatchScorer:
         kind: how batches hold their rows (`KINDS`).
         roles: source column -> role, as the driver resolved them (`column_roles`).
         metrics: the metric names (or objects) of the run.
-        models: role -> what to build for it (a `ModelSpec`, a name or a runtime), only the roles the
-            metrics need.
+        models: role -> what to build for it, only the roles the metrics need: the driver's
+            `EvaluationConfig.model_specs`, each placed on this actor (`for_actor`), built as they are.
         config: the run's settings as the driver hands them to actors (`EvaluationConfig.for_actors`): the
             metric context and engine limits of each batch, the cache folder, and `memory_budget` for
             building the models.
@@ -115,7 +115,7 @@ class BatchScorer:
         try:
             self.chosen = resolve_metrics(self.metrics)
             self.names = [m.name for m in self.chosen]
-            self.models = dict(resolve_models(dict(models), memory_budget=config.memory_budget))
+            self.models = build_models(models, memory_budget=config.memory_budget)
         except AscendEvalError as exc:
             self.failure = exc
         context = ray.get_runtime_context()

@@ -59,7 +59,6 @@ from ascend_eval.executors.ray_actor import (
 )
 from ascend_eval.metrics import Metric, MetricResult, resolve_metrics
 from ascend_eval.models.device import DEVICE_ENV
-from ascend_eval.models.factory import spec_for
 from ascend_eval.models.http import EndpointConfig
 from ascend_eval.models.judge.openai import JUDGE_PARALLELISM
 from ascend_eval.models.platforms import ACCELERATORS, CPU, cluster_platform, platform_for
@@ -259,11 +258,7 @@ def score_on_ray(
         raise ConfigError(f"num_workers={num_workers}; it must be at least 1.")
     chosen = resolve_metrics(list(metrics))
     needed = sorted(set().union(*(m.roles for m in chosen)))
-    choices = config.models
-    models = {
-        role: spec_for(choices[role].value, role, backend=choices[role].backend)  # type: ignore[index]
-        for role in needed
-    }
+    models = config.model_specs(needed)
     requested = config.device or os.environ.get(DEVICE_ENV) or "auto"
     if isinstance(source, str) and not Path(source).exists() and (builtin := builtin_dataset(source)):
         source = builtin

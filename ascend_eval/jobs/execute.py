@@ -182,7 +182,7 @@ def _run_pipeline(
         ) from e
     from ascend_eval.engine import RequestCache
     from ascend_eval.executors.local import CACHE_FILE, close_built
-    from ascend_eval.models.factory import resolve_models
+    from ascend_eval.models.factory import build_models
 
     settings: dict[str, Any] = {"top_k": spec.metric_params.top_k}
     if spec.metric_params.truncate_long_documents:
@@ -209,7 +209,7 @@ def _run_pipeline(
         config,
     )
     # Built through the registry within one memory budget, and closed before the evaluation's models load.
-    built = resolve_models(dict(models.pipeline_specs(spec)))
+    built = build_models(models.pipeline_specs(spec))
     try:
         with RequestCache(cache_dir / CACHE_FILE) as cache:
             samples = build_rag_samples(

@@ -23,6 +23,7 @@ from ascend_eval.jobs.datasets import DATA_DIRS_ENV, data_dirs
 from ascend_eval.jobs.secrets import SecretStore
 from ascend_eval.jobs.spec import JobSpec, JudgeLLM, ModelRef, RetrieverModel
 from ascend_eval.models.base import Role
+from ascend_eval.models.factory import model_spec
 from ascend_eval.models.http import is_url
 from ascend_eval.models.spec import INFERENCE_FIELDS, ModelSpec
 
@@ -79,7 +80,7 @@ def check_local_models(spec: JobSpec, roots: Sequence[Path] | None) -> None:
 class JobModels:
     """The `ModelSpec`s of a job spec's models, unbuilt: `evaluate` builds the judge and its embedder
     (here or in each Ray actor), and the RAG pipeline its own, each through
-    `ascend_eval.models.factory.resolve_models`, so one memory budget covers the models that run together.
+    `ascend_eval.models.factory.build_models`, so one memory budget covers the models that run together.
 
     Args:
         secrets: where `api_key_secret` names are looked up.
@@ -120,8 +121,9 @@ class JobModels:
         return specs
 
     def spec(self, ref: ModelRef, role: Role, **settings: Any) -> ModelSpec:
-        """The `ModelSpec` of `ref` for `role`: endpoint settings and the secret's location for a URL;
-        for a local model `device`, with the endpoint settings left out (and logged).
+        """The `ModelSpec` of `ref` for `role` (`ascend_eval.models.factory.model_spec`): endpoint settings
+        and the secret's location for a URL; for a local model `device`, with the endpoint settings left out
+        (and logged).
 
         Raises:
             ConfigError: the secret is not set, or not bound to the URL's origin (nothing is sent).
@@ -134,9 +136,7 @@ class JobModels:
                 # Checked here as well as up front (`check_spec_secrets`): every model's spec is made here.
                 secret = self.secrets.for_endpoint(ref.api_key_secret, ref.url, f"the {role}'s url")
                 key = secret.endpoint_kwargs()
-            return ModelSpec(
-                model=ref.url, role=role, served_model_name=ref.name, **key, **given, **inference
-            )
+            return model_spec(ref.url, role, served_model_name=ref.name, **key, **given, **inference)
         # Checked here as well as when a REST job is made: every model's spec is made here.
         check_local_model(ref.url, f"the {role}'s url", data_dirs())
         given.pop("send_input_type", None)  # NIM's embedding field means nothing to a local model
@@ -144,4 +144,4 @@ class JobModels:
         if unused:
             # Harmless (a spec written for endpoints, pointed at a local model) but worth a line in the log.
             logger.info("%s %s is local: %s do not apply", role, ref.url, ", ".join(unused))
-        return ModelSpec(model=ref.url, role=role, device=self.device, **inference)
+        return model_spec(ref.url, role, device=self.device, **inference)

@@ -23,6 +23,7 @@ from typing import Any
 from ascend_eval.data.objects import is_type
 from ascend_eval.errors import ConfigError
 from ascend_eval.models.base import Embedder, Judge, Reranker, Role
+from ascend_eval.models.factory import model_spec
 from ascend_eval.models.spec import ModelSpec
 
 OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
@@ -134,9 +135,9 @@ def _endpoint_spec(
     role: Role, url: str, model: str | None, key: str | None, secrets: Secrets, **settings: Any
 ) -> ModelSpec:
     fields = {k: v for k, v in settings.items() if v is not None}
-    return ModelSpec(
-        model=url.rstrip("/"),
-        role=role,
+    return model_spec(
+        url.rstrip("/"),
+        role,
         served_model_name=model or None,
         api_key_env=_key_source(key, secrets),
         **fields,
@@ -193,7 +194,7 @@ def judge_arg(llm: Any, secrets: Secrets, *, what: str = "llm") -> Any:
         )
     local = _local_pipeline_dir(llm)
     if local is not None:
-        return ModelSpec(model=local, role="judge")
+        return model_spec(local, "judge")
     if _runtime(llm):
         return llm
     raise ConfigError(f"{what} is {_named(llm)}, which ascend-eval cannot map onto a judge. {_LLM_FIX}.")
@@ -330,7 +331,7 @@ def _local_embeddings(embeddings: Any, what: str) -> ModelSpec | None:
             "HuggingFaceEmbeddings(model_name='/models/bge-m3'), or a shipped name as "
             "embeddings='multilingual-e5-small'."
         )
-    return ModelSpec(model=str(name), role="embedder", device=str(device) if device is not None else None)
+    return model_spec(str(name), "embedder", device=str(device) if device is not None else None)
 
 
 def with_run_config(spec: Any, run_config: Any) -> Any:

@@ -19,7 +19,7 @@ from ascend_eval.config import EvaluationConfig
 from ascend_eval.engine import Backends, Engine, PlanError, Progress
 from ascend_eval.errors import BackendError, DataError
 from ascend_eval.executors.local import close_built, open_cache
-from ascend_eval.models.factory import resolve_models
+from ascend_eval.models.factory import build_models
 from ascend_eval.pipeline.chunking import Chunk, chunk_corpus
 from ascend_eval.pipeline.retrieval import EmbeddingMemo, embed_texts
 from ascend_eval.testset.candidates import (
@@ -125,15 +125,11 @@ def generate(
     languages = document_languages(documents)
     say = progress or (lambda line: None)
     say(f"{len(documents)} documents, {len(chunks)} chunks of at most {config.chunk_size} characters")
-    roles = {role: choice for role, choice in settings.models.items() if role in ("judge", "embedder")}
     given, built = {id(judge), id(embedder)}, {}
     cache = open_cache(settings.cache_dir)
     try:
-        built = resolve_models(
-            {role: choice.value for role, choice in roles.items()},
-            backends={role: choice.backend for role, choice in roles.items()},
-            device=settings.device,
-            memory_budget=settings.memory_budget,
+        built = build_models(
+            settings.model_specs(("judge", "embedder")), memory_budget=settings.memory_budget
         )
         backends = Backends(judge=built["judge"], embedder=built["embedder"])
         engine = Engine(backends, cache, on_progress=on_progress)

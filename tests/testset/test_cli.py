@@ -9,6 +9,7 @@ import pytest
 
 from ascend_eval.cli.main import main
 from ascend_eval.data.corpus import read_corpus
+from ascend_eval.models.spec import ModelSpec
 from ascend_eval.testset import generation
 from tests.conftest import NgramEmbedder
 from tests.testset.conftest import scripted_judge
@@ -45,11 +46,11 @@ def built(monkeypatch):
     """Model resolution replaced by the scripted judge and the n-gram embedder; records what it was given."""
     asked = []
 
-    def resolve(values, *, backends=None, device=None, memory_budget=None):
-        asked.append({"values": values, "backends": backends, "device": device})
+    def build_models(specs, *, memory_budget=None):
+        asked.append(dict(specs))
         return {"judge": scripted_judge(), "embedder": NgramEmbedder(dim=512)}
 
-    monkeypatch.setattr(generation, "resolve_models", resolve)
+    monkeypatch.setattr(generation, "build_models", build_models)
     return asked
 
 
@@ -79,9 +80,11 @@ def test_a_folder_in_rows_and_a_summary_out(folder, tmp_path, built, capsys):
     printed = capsys.readouterr()
     assert "rows per kind: " in printed.out and "rows per language: " in printed.out
     assert f"wrote 4 rows to {out}" in printed.out and printed.err == ""  # -q: no progress lines
-    [models] = built
-    assert models["values"] == {"judge": "my-judge", "embedder": "my-embedder"}
-    assert models["backends"] == {"judge": "vllm", "embedder": "auto"} and models["device"] == "cpu"
+    [models] = built  # each model as the one spec it is built from: its backend and the device merged in
+    assert models == {
+        "judge": ModelSpec(model="my-judge", role="judge", backend="vllm", device="cpu"),
+        "embedder": ModelSpec(model="my-embedder", role="embedder", device="cpu"),
+    }
     ids = sorted(d["id"] for d in read_corpus(corpus_out))  # a corpus file a job spec can name
     assert ids == ["chapel", "harbour.txt", "mill.md", "茶园.txt"]
 
