@@ -168,7 +168,8 @@ def test_faithfulness_asks_its_support_verdicts_task_first_and_the_other_metrics
     support = [r for r in _sent(row, ngram_embedder, language, ["faithfulness"]) if r.tag.startswith(
         "statement_support")]  # fmt: skip
     assert support and not any(read_block(r.messages[-1].content) for r in support)
-    assert all(read_input(r.messages[-1].content)["context"] == Sample(**row).joined_contexts for r in support)
+    joined = Sample(**row).joined_contexts
+    assert all(read_input(r.messages[-1].content)["context"] == joined for r in support)
     for name in ("context_recall", "answer_correctness", "noise_sensitivity"):
         theirs = [r for r in _sent(row, ngram_embedder, language, [name]) if r.tag.startswith(
             "statement_support")]  # fmt: skip
