@@ -31,7 +31,9 @@ flawed twin scored alike. What such a prompt writes is also checked for the layo
 answer that reads the prompt back is NaN with an "echo: ..." reason, never a score. A prompt family whose
 verdicts were measured worse sample first opts out
 (`PromptSpec.sample_first=False`) and is task first in every layout; one that judges well only with its
-short inputs written out points to the contexts alone (`PromptSpec.sample_first_parts`, `CONTEXTS_ONLY`).
+short inputs written out points to the contexts alone (`PromptSpec.sample_first_parts`, `CONTEXTS_ONLY`). A
+metric whose own use of a shared prompt was measured worse sample first asks it task first
+(`PlanContext.task_first`): faithfulness's support verdicts, on long Chinese inputs.
 
 Classify prompts drop their few-shot examples in this layout: the answer is read from the probabilities of
 the prompt's labels, so the examples no longer teach the format, and after the sample block they would be
