@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import ascend_eval
+from ascend_eval.choices import LAYOUT_SETTINGS
 from ascend_eval.metrics.criteria import FIELDS, Criterion, UserMetric
 from ascend_eval.metrics.files import metric_entries
 from ascend_eval.yaml_files import load_yaml
@@ -88,6 +89,7 @@ def score_ours(
     judge: Any,
     cache: Any,
     judge_mode: str = "classify",
+    prompt_layout: str = "auto",
 ) -> dict[str, dict[str, int]]:
     """Each pair's "ours": expected scores and argmax labels of its members, [better, worse] each. In the
     generate judge mode ("ours_generate"), the judge writes a reason, then its verdict or level (greedy:
@@ -102,7 +104,7 @@ def score_ours(
         result = ascend_eval.evaluate(
             samples, [metric], judge=judge, cache_dir=cache, judge_mode=judge_mode,
             scoring="expected" if judge_mode == "classify" else "threshold",
-            progress=False,
+            prompt_layout=prompt_layout, progress=False,
         )  # fmt: skip
         results = result.results[metric.name]
         asked[metric.name] = {"samples": len(samples), **{k: v.requests for k, v in result.stages.items()}}
@@ -112,7 +114,7 @@ def score_ours(
             better, worse = results[i], results[n + i]
             if judge_mode == "generate":
                 labels = [better.score, worse.score]
-                reasons = [r.details.get("reasons") for r in (better, worse)]
+                reasons = [r.details.get("reasons", r.details.get("reason")) for r in (better, worse)]
                 pair["ours_generate"] = {"score": labels, "label": labels, "reasons": reasons}
                 continue
             pair["ours"] = {
@@ -259,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         "--anchors", action="store_true",
         help=f"give each criterion its anchors from {ANCHORS_FILE.name} (RAGAS: as few-shot examples)",
     )  # fmt: skip
+    parser.add_argument(
+        "--prompt-layout", choices=LAYOUT_SETTINGS, default="auto",
+        help="our prompt layout (default: the library's default)",
+    )  # fmt: skip
     parser.add_argument("--no-ours", action="store_true", help="score RAGAS's side alone")
     parser.add_argument("--ragas-max-tokens", type=int, default=1024)
     parser.add_argument("--request-timeout", type=int, default=1800)
@@ -284,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         generate = args.judge_mode == "generate"
         tool = "ours_generate" if generate else "ours"
         tokens["requests"] = score_ours(
-            pairs, metrics, resolve(judge, "judge"), args.cache_dir, args.judge_mode
+            pairs, metrics, resolve(judge, "judge"), args.cache_dir, args.judge_mode, args.prompt_layout
         )
         tokens[tool] = {
             "seconds": time.perf_counter() - started,
