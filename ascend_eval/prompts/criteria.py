@@ -58,9 +58,16 @@ _RUBRIC = {
     ),
 }
 _RUBRIC_REASON = {
-    "en": " First give a short reason, then the rating: one of the levels.",
-    "zh": "先给出简短理由，再给出评分：上述等级之一。",
+    "en": (
+        " First, in one or two sentences, say what the sample does well and what it lacks on this rubric;"
+        " then the rating: the level whose description fits it best."
+    ),
+    "zh": "先用一两句话说明样本在这一细则上做到了什么、欠缺什么，再给出评分：描述最符合的那个等级。",
 }
+"""The generate mode's reason, for a rubric: what the sample does and lacks, then the level. Against "first
+give a short reason" (version 1), whose reasons Qwen2.5-Coder-1.5B mostly opened with the lowest level's
+words, on the project's four rubrics (40 pairs): 12 right against 8, 5 pairs gained and 1 lost (paired 95%
+interval [0, +9]), ahead on the two rubrics written after this wording was chosen (docs/criteria.md)."""
 
 
 class CriterionVerdict(LenientInts):
@@ -187,7 +194,7 @@ def rubric_prompts(
     )
     generate = PromptSpec(
         name=f"{_tag('rubric', name)}_json",
-        version=1,
+        version=2,
         instruction={lang: task[lang] + _RUBRIC_REASON[lang] for lang in langs},
         input=model,
         output=output,
