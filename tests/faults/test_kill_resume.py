@@ -83,10 +83,13 @@ class TimedJudge:
         self._released.set()
 
     def snapshot(self) -> tuple[dict[str, float], set[str]]:
-        """(answered: body -> when, received) so far."""
+        """(answered: body -> when, received) so far. A request whose body never arrived whole (the client
+        was killed while writing it: the server read no JSON object) was not received, so it is not among
+        those in flight."""
         with self._lock:
             answered = dict(self.answered)
-        return answered, {json.dumps(b, sort_keys=True) for b in self.server.bodies(CHAT)}
+        bodies = self.server.bodies(CHAT)
+        return answered, {json.dumps(b, sort_keys=True) for b in bodies if isinstance(b, dict)}
 
 
 def _data(tmp_path: Path) -> Path:
