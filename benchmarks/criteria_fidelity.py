@@ -13,10 +13,11 @@ metric and language, each two samples that differ only in what the metric judges
   `RubricsScore(rubrics={"score1_description": ...})` through `ragas.evaluate`, on the same server
   (`benchmarks/ragas_side.py`): RAGAS's score is its label (0/1, or the level).
 
-With `--anchors` (`benchmarks/data/criteria_anchors.yaml`), each criterion gets labelled samples apart from
-the pairs, one yes and one no per language: ours takes them as `Criterion(anchors=...)`, which puts its
-yes/no threshold between what the judge gives them; RAGAS takes the same samples, with their reasons, as
-`AspectCritic`'s few-shot examples, the form its prompt has for them.
+With `--anchors` (`benchmarks/data/criteria_anchors.yaml`), each metric gets labelled samples apart from
+the pairs: a criterion one yes and one no per language, a rubric one each of its levels 1, 3 and 5 per
+language. Ours takes them as `anchors=`: a criterion's yes/no threshold goes between what the judge gives
+them, a rubric's expected level onto their scale. RAGAS takes the same samples, with their reasons, as
+few-shot examples (`AspectCritic`'s verdicts, `RubricsScore`'s scores), the form its prompts have for them.
 
 A pair is right when the better member scores strictly higher; a tie or a NaN on either side is wrong, and
 both are counted. Each accuracy has a Wilson 95% interval. The server's token counters are read around
@@ -57,12 +58,11 @@ def load_metrics(path: Path = METRICS_FILE) -> dict[str, UserMetric]:
 
 
 def with_anchors(metrics: dict[str, UserMetric], path: Path = ANCHORS_FILE) -> dict[str, UserMetric]:
-    """The criteria with the file's anchors attached (the rubrics as they are)."""
+    """The metrics with the file's anchors attached, criteria and rubrics alike (a metric the file does not
+    name as it is)."""
     anchors = load_yaml(path.read_text(encoding="utf-8"), str(path))
     return {
-        name: Criterion(name=name, **m.params, anchors=anchors[name])
-        if isinstance(m, Criterion) and name in anchors
-        else m
+        name: type(m)(name=name, **m.params, anchors=anchors[name]) if name in anchors else m
         for name, m in metrics.items()
     }
 
@@ -144,8 +144,18 @@ def ragas_metric(metric: UserMetric, llm: Any) -> Any:
             for fields, holds, reason in metric.anchors
         ]
         return critic
+    from ragas.metrics._domain_specific_rubrics import ScoreFeedback, SingleTurnInputWithoutRubric
+
     rubrics = {f"score{level}_description": text for level, text in metric.levels.items()}  # type: ignore[attr-defined]
-    return RubricsScore(name=metric.name, rubrics=rubrics, llm=llm)
+    rubric = RubricsScore(name=metric.name, rubrics=rubrics, llm=llm)
+    rubric.single_turn_scoring_prompt.examples = [
+        (
+            SingleTurnInputWithoutRubric(**ragas_fields(fields)),
+            ScoreFeedback(feedback=reason or "-", score=level),
+        )
+        for fields, level, reason in metric.anchors  # type: ignore[attr-defined]
+    ]
+    return rubric
 
 
 def ragas_fields(fields: dict[str, str]) -> dict[str, Any]:

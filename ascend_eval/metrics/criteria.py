@@ -14,7 +14,9 @@ every other request of the run, deduplicated, cached, resumable and sample first
   verdicts, majority vote.
 * `Rubric`: one classify request per sample over the levels' digits; the score is the
   probability-weighted level, normalised to [0, 1] over the rubric's range (the most probable level under
-  threshold scoring), with both levels in the details. In generate mode a JSON `{"reason", "rating"}`.
+  threshold scoring), with both levels in the details. With labelled anchors, under the run's "anchored"
+  calibration, the expected level is put on the anchors' scale and the label is the level it lands in. In
+  generate mode a JSON `{"reason", "rating"}`.
 
 A judge answer that cannot be read scores NaN with its reason; settings that cannot work raise
 `ConfigError` when the metric is built, before any model loads.
@@ -41,6 +43,7 @@ from ascend_eval.errors import ConfigError
 from ascend_eval.metrics.base import Metric, MetricResult, Plan, PlanContext
 from ascend_eval.metrics.verdicts import Asked
 from ascend_eval.prompts.base import ParseFailure
+from ascend_eval.prompts.calibration import LevelCalibration, level_target
 from ascend_eval.prompts.criteria import criterion_prompts, rubric_prompts
 
 FIELDS: dict[str, Column] = {
@@ -268,12 +271,7 @@ class Criterion(UserMetric):
                 f"{self.name}: anchors put the yes/no threshold between what the judge gives a sample that "
                 "meets the criterion and one that does not; give at least one anchor of each verdict."
             )
-        shown = [fields for fields, _, _ in self.examples]
-        if any(fields in shown for fields, _, _ in self.anchors):
-            raise ConfigError(
-                f"{self.name}: an anchor is also an example; the judge is shown an example with its answer, "
-                "so it would answer that anchor from the prompt. Use samples the prompt does not show."
-            )
+        _not_shown(self.name, self.examples, self.anchors)
 
     @cached_property
     def prompts(self) -> tuple[Any, Any]:
@@ -336,6 +334,13 @@ class Rubric(UserMetric):
         reads: the fields the judge sees (as for `Criterion`); add "reference" to rate against it.
         definition: what is rated, in a sentence (optional; the levels may say it all).
         examples: optional; each a mapping of the read fields' texts, "level" and optionally "reason".
+        anchors: optional labelled samples, in the form of examples (at least two levels among them), that
+            the judge is never shown: under the run's "anchored" calibration (the classify-mode default)
+            the judge rates each with this rubric's own prompt, and its expected level is put on their
+            scale (`prompts/calibration.py`, `LevelCalibration`): the score is the calibrated position, the
+            label ("level") the level whose band holds it. A small judge's most probable level hardly
+            moves between a weak and a strong sample while its expected level does; anchors turn that
+            movement into labels. The order of scores within a language never changes.
     """
 
     kind = "rubric"
@@ -347,6 +352,7 @@ class Rubric(UserMetric):
         reads: Sequence[str] = ("question", "answer"),
         definition: str = "",
         examples: Sequence[Mapping[str, Any]] = (),
+        anchors: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         super().__init__(name, reads)
         self.levels = _levels(levels, self.name)
@@ -354,6 +360,16 @@ class Rubric(UserMetric):
             raise ConfigError(f"{self.name}: definition is a string, got {definition!r}.")
         self.definition = definition
         self.examples = tuple(self._example(x, "level", self._known_level) for x in examples)
+        self.anchors = tuple(self._example(x, "level", self._known_level, "anchor") for x in anchors)
+        self._check_anchors()
+
+    def _check_anchors(self) -> None:
+        if self.anchors and len({level for _, level, _ in self.anchors}) < 2:
+            raise ConfigError(
+                f"{self.name}: anchors put the judge's expected level on the rubric's scale, which takes "
+                "anchors of at least two levels (e.g. the lowest and the highest)."
+            )
+        _not_shown(self.name, self.examples, self.anchors)
 
     def _known_level(self, value: object) -> int:
         level = _level(value)
@@ -373,6 +389,7 @@ class Rubric(UserMetric):
             "reads": list(self.reads),
             "definition": self.definition,
             "examples": examples,
+            **({"anchors": [{**x, "level": v} for x, v, _ in self.anchors]} if self.anchors else {}),
         }
 
     def _scaled(self, level: float) -> float:
@@ -390,22 +407,79 @@ class Rubric(UserMetric):
             return MetricResult(
                 self._scaled(parsed.rating), details={"level": parsed.rating, "reason": parsed.reason}
             )
-        (answer,) = yield [classify.request(x, ctx.language, ctx.block)]
-        verdict = classify.parse(answer)
+        anchored = ctx.calibration == "anchored" and bool(self.anchors)
+        anchors = self._anchor_requests(classify, ctx) if anchored else []
+        answers = yield [classify.request(x, ctx.language, ctx.block), *anchors]
+        verdict = classify.parse(answers[0])
         if isinstance(verdict, ParseFailure):
             return MetricResult.nan(verdict.reason, raw=verdict.raw)
-        levels = [int(label) for label in verdict.labels]
-        total = sum(verdict.probs)
-        expected = sum(p * level for p, level in zip(verdict.probs, levels, strict=True)) / total
-        best = levels[max(range(len(levels)), key=lambda i: (verdict.probs[i], -i))]
-        details = {
-            "level": best,
-            "expected_level": round(expected, 6),
-            "probs": {
-                str(level): round(p / total, 6) for level, p in zip(levels, verdict.probs, strict=True)
+        expected, best, probs = _reading(verdict)
+        details: dict[str, Any] = {"level": best, "expected_level": round(expected, 6), "probs": probs}
+        as_read = self._scaled(expected if ctx.scoring == "expected" else best)
+        if not anchored:
+            return MetricResult(as_read, details=details)
+        calibration = self._calibration(classify, answers[1:])
+        if isinstance(calibration, ParseFailure):
+            return MetricResult.nan(calibration.reason, raw=calibration.raw)
+        if calibration is None:  # the anchors did not come apart: read as it comes, and say so
+            return MetricResult(
+                as_read, details=details | {"calibration": {"method": "anchored", "applied": False}}
+            )
+        position = calibration.apply(self._scaled(expected))
+        label = self._band(position)
+        details |= {
+            "level": label,
+            "most_probable_level": best,
+            "calibration": {
+                "method": "anchored",
+                "slope": calibration.slope,
+                "intercept": calibration.intercept,
             },
         }
-        return MetricResult(self._scaled(expected if ctx.scoring == "expected" else best), details=details)
+        return MetricResult(position if ctx.scoring == "expected" else self._scaled(label), details=details)
+
+    def _anchor_requests(self, classify: Any, ctx: PlanContext) -> list[Any]:
+        inputs = [classify.input.model_validate(fields) for fields, _, _ in self.anchors]
+        return classify.anchor_requests(inputs, ctx.language, ctx.block is not None)
+
+    def _calibration(self, classify: Any, answers: Sequence[Any]) -> LevelCalibration | ParseFailure | None:
+        """The calibration the anchors' answers measure, None where they do not come apart, or the first
+        anchor answer that cannot be read (which fails the sample: its scale is unknown)."""
+        positions = []
+        for answer in answers:
+            verdict = classify.parse(answer)
+            if isinstance(verdict, ParseFailure):
+                return ParseFailure(verdict.raw, f"{verdict.reason} (an anchor request of {classify.tag})")
+            positions.append(self._scaled(_reading(verdict)[0]))
+        low, high = min(self.levels), max(self.levels)
+        return LevelCalibration.measured(positions, [level_target(v, low, high) for _, v, _ in self.anchors])
+
+    def _band(self, position: float) -> int:
+        """The level whose band (`level_target`) holds a calibrated position: the rubric's level nearest
+        to it on the level scale, the lower one on a tie."""
+        low, high = min(self.levels), max(self.levels)
+        value = low - 0.5 + position * (high - low + 1)
+        return min(self.levels, key=lambda level: (abs(level - value), level))
+
+
+def _reading(verdict: Any) -> tuple[float, int, dict[str, float]]:
+    """A rubric verdict's expected level, its most probable level (the lower on a tie) and its level
+    probabilities, normalised."""
+    levels = [int(label) for label in verdict.labels]
+    total = sum(verdict.probs)
+    expected = sum(p * level for p, level in zip(verdict.probs, levels, strict=True)) / total
+    best = levels[max(range(len(levels)), key=lambda i: (verdict.probs[i], -i))]
+    probs = {str(level): round(p / total, 6) for level, p in zip(levels, verdict.probs, strict=True)}
+    return expected, best, probs
+
+
+def _not_shown(name: str, examples: Sequence[tuple[Any, ...]], anchors: Sequence[tuple[Any, ...]]) -> None:
+    shown = [fields for fields, _, _ in examples]
+    if any(fields in shown for fields, _, _ in anchors):
+        raise ConfigError(
+            f"{name}: an anchor is also an example; the judge is shown an example with its answer, "
+            "so it would answer that anchor from the prompt. Use samples the prompt does not show."
+        )
 
 
 def _level(value: object) -> int | None:

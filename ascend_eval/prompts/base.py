@@ -370,12 +370,20 @@ class ClassifyPromptSpec(Generic[In]):
         self, method: Method, language: Language, sample_first: bool = False
     ) -> list[ClassifyRequest]:
         """The requests whose answers place this yes/no prompt's threshold (`prompts/calibration.py`),
-        laid out as the requests they calibrate: task first, or with `sample_first` each anchor after a
-        block of its own texts (never the sample's: those would sit beside the anchors), without the
-        few-shot examples, as a sample-first request has none. Content-free inputs are always task first:
-        a block of "N/A" is no sample."""
+        laid out by `anchor_requests`. Content-free inputs are always task first: a block of "N/A" is no
+        sample."""
         inputs = calibration_inputs(self.input, method, language, self.anchors.get(language, ()))
-        if not (sample_first and self.sample_first) or method != "anchored":
+        if method != "anchored":
+            return [self.request(x, language) for x in inputs]
+        return self.anchor_requests(inputs, language, sample_first)
+
+    def anchor_requests(
+        self, inputs: Sequence[In], language: Language, sample_first: bool = False
+    ) -> list[ClassifyRequest]:
+        """Requests about labelled anchor inputs, laid out as the requests they calibrate: task first, or
+        with `sample_first` each after a block of its own texts (never the sample's: those would sit beside
+        the anchors), without the few-shot examples, as a sample-first request has none."""
+        if not (sample_first and self.sample_first):
             return [self.request(x, language) for x in inputs]
         return [self.request(x, language, SampleBlock.of_input(x.model_dump())) for x in inputs]
 

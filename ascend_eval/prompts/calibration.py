@@ -160,3 +160,57 @@ class Calibration:
             return p_yes
         # rounded so that a verdict the calibration reads as even is 0.5 exactly, not 0.5 +- 1 ulp
         return round(1 / (1 + math.exp(-self.scale * (logit(p_yes) - logit(self.threshold)))), 12)
+
+
+def level_target(level: int, low: int, high: int) -> float:
+    """Where an anchor of `level` should read on the [0, 1] scale of a rubric from `low` to `high`: the
+    middle of its level's band, the range cut into `high - low + 1` equal bands.
+
+    >>> [level_target(level, 1, 5) for level in (1, 3, 5)]
+    [0.1, 0.5, 0.9]
+    """
+    return round((level - low + 0.5) / (high - low + 1), 12)
+
+
+@dataclass(frozen=True)
+class LevelCalibration:
+    """A rubric's levels on one judge and language, measured on the rubric's labelled anchors.
+
+    A small judge's level distribution barely moves between a weak and a strong sample: Qwen2.5-Coder-1.5B's
+    most probable level was the same for both members of 31 of the project's 40 rubric pairs, where the
+    probability-weighted level told them apart in 34. The calibration puts the judge's expected level on
+    the anchors' scale: with x the expected level normalised to [0, 1], the calibrated position is
+    `sigmoid(slope * logit(x) + intercept)`, fitted by least squares so that each anchor reads the middle of
+    its level's band (`level_target`; with anchors at the lowest and highest of 1-5 levels only, that is
+    two-point Platt scaling onto 0.1 and 0.9, as `Calibration` does for yes/no verdicts). The order of
+    expected levels never changes, so neither do pairwise comparisons of scores; the rubric's label becomes
+    the level whose band holds the calibrated position.
+    """
+
+    slope: float
+    intercept: float
+
+    @classmethod
+    def measured(cls, positions: Sequence[float], targets: Sequence[float]) -> LevelCalibration | None:
+        """The calibration from the judge's normalised expected levels on the anchors and their targets, or
+        None where the anchors do not come apart in their levels' order (the judge's spread on them says
+        nothing).
+
+        >>> c = LevelCalibration.measured([0.45, 0.5, 0.55], [0.1, 0.5, 0.9])
+        >>> round(c.apply(0.45), 3), round(c.apply(0.5), 3), round(c.apply(0.55), 3)
+        (0.1, 0.5, 0.9)
+        >>> LevelCalibration.measured([0.6, 0.5], [0.1, 0.9]) is None  # the anchors the wrong way round
+        True
+        """
+        xs, ys = [logit(p) for p in positions], [logit(t) for t in targets]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        spread = sum((x - mx) ** 2 for x in xs)
+        together = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+        if spread <= 0 or together <= 0:
+            return None
+        slope = together / spread
+        return cls(round(slope, 6), round(my - slope * mx, 6))
+
+    def apply(self, position: float) -> float:
+        """The calibrated position of a normalised expected level, in (0, 1)."""
+        return round(1 / (1 + math.exp(-(self.slope * logit(position) + self.intercept))), 12)

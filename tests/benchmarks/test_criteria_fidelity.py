@@ -7,7 +7,7 @@ from collections import Counter
 
 from ascend_eval.metrics import Criterion, Rubric
 from ascend_eval.text.language import detect_language
-from benchmarks.criteria_fidelity import accuracy, load_metrics, load_pairs, shown
+from benchmarks.criteria_fidelity import accuracy, load_metrics, load_pairs, ragas_metric, shown, with_anchors
 
 
 def test_the_pair_set_covers_six_criteria_and_four_rubrics_half_in_chinese():
@@ -31,6 +31,30 @@ def test_the_members_of_a_pair_differ_only_in_the_answer():
         assert {k: v for k, v in better.items() if k != "response"} == {
             k: v for k, v in worse.items() if k != "response"
         }, p["id"]
+
+
+def test_every_metric_has_anchors_apart_from_the_pairs_in_both_languages():
+    anchored = with_anchors(load_metrics())
+    asked = {p[member]["user_input"] for p in load_pairs() for member in ("better", "worse")}
+    for name, metric in anchored.items():
+        assert metric.anchors, name
+        questions = {fields["question"] for fields, _, _ in metric.anchors}
+        assert not questions & asked, name  # an anchor is no pair's sample
+        per = Counter((detect_language(fields["question"]), label) for fields, label, _ in metric.anchors)
+        wanted = (True, False) if isinstance(metric, Criterion) else (1, 3, 5)
+        assert per == {(lang, label): 1 for lang in ("en", "zh") for label in wanted}, name
+
+
+def test_ragas_gets_the_anchors_as_few_shot_examples():
+    anchored = with_anchors(load_metrics())
+    for name in ("polite", "completeness"):
+        ragas = ragas_metric(anchored[name], llm=None)
+        prompt = getattr(ragas, "single_turn_prompt", None) or ragas.single_turn_scoring_prompt
+        assert len(prompt.examples) == len(anchored[name].anchors), name
+    (example, feedback) = ragas_metric(
+        anchored["completeness"], llm=None
+    ).single_turn_scoring_prompt.examples[0]
+    assert example.reference and feedback.score == 5
 
 
 def test_each_tool_sees_only_the_fields_the_metric_reads():
