@@ -1,10 +1,10 @@
 """Judge agreement on the user's own criteria and rubrics: does the better member of each pair score higher?
 
-The metrics are the six criteria and two rubrics of `benchmarks/data/criteria_metrics.yaml` (three criteria
-and a rubric written in Chinese, the rest in English); the pairs are `criteria_pairs_{en,zh}.jsonl`, five per
-metric and language, each two samples that differ only in what the metric judges
-(`benchmarks/data/CRITERIA_PAIRS.md`). Both tools see the same fields of each sample: those the metric
-`reads`.
+The metrics are the six criteria and four rubrics of `benchmarks/data/criteria_metrics.yaml` (three
+criteria and two rubrics written in Chinese, the rest in English); the pairs are
+`criteria_pairs_{en,zh}.jsonl`, five per metric and language, each two samples that differ only in what the
+metric judges (`benchmarks/data/CRITERIA_PAIRS.md`). Both tools see the same fields of each sample: those
+the metric `reads`.
 
 * ours: `Criterion` / `Rubric` in classify mode, one request per sample, read two ways from one run: the
   expected score (p(yes), the probability-weighted level) and the argmax label (the verdict, the most
@@ -121,7 +121,10 @@ def score_ours(
                 "score": [better.score, worse.score],
                 "label": [b.details.get(key, math.nan) for b in (better, worse)],
                 "reasons": [r.reason for r in (better, worse) if r.reason],
-                "details": [{k: r.details.get(k) for k in ("p_yes", "probs")} for r in (better, worse)],
+                "details": [
+                    {k: r.details.get(k) for k in ("p_yes", "probs", "expected_level", "calibration")}
+                    for r in (better, worse)
+                ],
             }
         print(f"ours {metric.name}: {n} pairs in {time.perf_counter() - started:.0f} s", flush=True)
     return asked

@@ -180,11 +180,16 @@ class LevelCalibration:
     most probable level was the same for both members of 31 of the project's 40 rubric pairs, where the
     probability-weighted level told them apart in 34. The calibration puts the judge's expected level on
     the anchors' scale: with x the expected level normalised to [0, 1], the calibrated position is
-    `sigmoid(slope * logit(x) + intercept)`, fitted by least squares so that each anchor reads the middle of
-    its level's band (`level_target`; with anchors at the lowest and highest of 1-5 levels only, that is
-    two-point Platt scaling onto 0.1 and 0.9, as `Calibration` does for yes/no verdicts). The order of
-    expected levels never changes, so neither do pairwise comparisons of scores; the rubric's label becomes
-    the level whose band holds the calibrated position.
+    `sigmoid(slope * logit(x) + intercept)`, each anchor's target the middle of its level's band
+    (`level_target`). The line is fitted the way a calibration curve is read backwards: the judge's
+    readings of the anchors (in log-odds) regressed on their targets' log-odds, then inverted. So the
+    slope is set by how far apart the judge puts the anchors of different levels (by the anchors' mean
+    reading per level), as `Calibration` sets a yes/no scale from the mean yes- and no-anchor; anchors at
+    the lowest and highest level only give two-point Platt scaling onto their targets. (Regressing the
+    targets on the readings instead shrinks the slope toward 0 as the readings get noisier, and put every
+    sample of a rubric the judge could barely read in the middle band.) The order of expected levels never
+    changes, so neither do pairwise comparisons of scores; the rubric's label becomes the level whose band
+    holds the calibrated position.
     """
 
     slope: float
@@ -199,17 +204,20 @@ class LevelCalibration:
         >>> c = LevelCalibration.measured([0.45, 0.5, 0.55], [0.1, 0.5, 0.9])
         >>> round(c.apply(0.45), 3), round(c.apply(0.5), 3), round(c.apply(0.55), 3)
         (0.1, 0.5, 0.9)
+        >>> c = LevelCalibration.measured([0.45, 0.47, 0.5, 0.52, 0.55], [0.1, 0.1, 0.5, 0.9, 0.9])
+        >>> round(c.apply(0.46), 2), round(c.apply(0.535), 2)  # each level's mean reads about its target
+        (0.1, 0.9)
         >>> LevelCalibration.measured([0.6, 0.5], [0.1, 0.9]) is None  # the anchors the wrong way round
         True
         """
         xs, ys = [logit(p) for p in positions], [logit(t) for t in targets]
         mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-        spread = sum((x - mx) ** 2 for x in xs)
+        spread = sum((y - my) ** 2 for y in ys)
         together = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
         if spread <= 0 or together <= 0:
             return None
-        slope = together / spread
-        return cls(round(slope, 6), round(my - slope * mx, 6))
+        reading = together / spread  # the judge's log-odds per log-odds of target
+        return cls(round(1 / reading, 6), round(my - mx / reading, 6))
 
     def apply(self, position: float) -> float:
         """The calibrated position of a normalised expected level, in (0, 1)."""
