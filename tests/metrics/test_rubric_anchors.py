@@ -173,3 +173,15 @@ def test_an_anchored_rubric_on_a_real_tiny_judge(tiny_llama_dir):
     frame = result.to_pandas()
     assert frame["completeness"].between(0, 1).all(), frame["completeness"]
     assert result.provenance["metrics"]["completeness"]["anchors"][2]["level"] == 5
+
+
+def test_anchors_the_judge_barely_separates_still_give_a_score_on_the_scale():
+    close = dict(MIDDLING) | {
+        LOW["answer"]: (0.250001, 0.5, 0.249999),
+        MID["answer"]: (0.25, 0.5, 0.25),
+        HIGH["answer"]: (0.249999, 0.5, 0.250001),
+    }
+    for sample, level in ((STRONG, 5), (WEAK, 1)):
+        result = run(ANCHORED, middling(close), sample, calibration="anchored", scoring="expected")
+        assert 0 <= result.score <= 1 and result.details["level"] == level
+        assert result.details["calibration"]["slope"] > 1e4
