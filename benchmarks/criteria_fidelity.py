@@ -1,7 +1,7 @@
 """Judge agreement on the user's own criteria and rubrics: does the better member of each pair score higher?
 
-The metrics are the six criteria and four rubrics of `benchmarks/data/criteria_metrics.yaml` (three
-criteria and two rubrics written in Chinese, the rest in English); the pairs are
+The metrics are the six criteria and six rubrics of `benchmarks/data/criteria_metrics.yaml` (three
+criteria and three rubrics written in Chinese, the rest in English); the pairs are
 `criteria_pairs_{en,zh}.jsonl`, five per metric and language, each two samples that differ only in what the
 metric judges (`benchmarks/data/CRITERIA_PAIRS.md`). Both tools see the same fields of each sample: those
 the metric `reads`.

@@ -187,10 +187,11 @@ class LevelCalibration:
     judge's readings of anchors of one level scatter as much as the levels differ), and the two
     least-squares lines are biased in opposite ways: regressing the targets on the readings shrinks the
     slope toward 0 as the readings get noisier (Chinese clarity then put every sample in the middle band),
-    regressing the readings on the targets and inverting swells it (Chinese clarity: a slope in the
-    hundreds). With anchors at two levels only, one of each, it is two-point Platt scaling onto their
-    targets, as `Calibration` does for yes/no verdicts. On the project's four rubrics (40 pairs) the labels
-    were right for 22 pairs with this line, 18 and 17 with the two regressions (docs/criteria.md). The order
+    regressing the readings on the targets and inverting swells it (Chinese clarity: a slope of
+    135,000). With anchors at two levels only, one of each, it is two-point Platt scaling onto their
+    targets, as `Calibration` does for yes/no verdicts. On the project's four rubrics it was chosen on (40
+    pairs) the labels were right for 22 pairs with this line, 18 and 17 with the two regressions; on two
+    rubrics written after, 4 of 20 (docs/criteria.md, "Rubric anchors"). The order
     of expected levels never changes, so neither do pairwise comparisons of scores; the rubric's label
     becomes the level whose band holds the calibrated position.
     """

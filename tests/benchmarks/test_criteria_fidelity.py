@@ -10,7 +10,7 @@ from ascend_eval.text.language import detect_language
 from benchmarks.criteria_fidelity import accuracy, load_metrics, load_pairs, ragas_metric, shown, with_anchors
 
 
-def test_the_pair_set_covers_six_criteria_and_four_rubrics_half_in_chinese():
+def test_the_pair_set_covers_six_criteria_and_six_rubrics_half_in_chinese():
     metrics = load_metrics()
     kinds = Counter(type(m) for m in metrics.values())
     assert kinds == {Criterion: 6, Rubric: 6}
