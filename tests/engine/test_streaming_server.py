@@ -160,7 +160,9 @@ def test_a_killed_run_resends_only_what_was_in_flight(tmp_path):
         f"kill points {kill_points}: sent again {resent}, of them answered before the kill {resent_answered}"
     )
     assert max(resent) <= 2 * 4, resent
-    total_received = sum(len(r) for r in received)
     # 67 x 3 prompts and the six calibration requests of the (English) verdict prompt, each sent once, and
-    # again only if it was in flight at a kill
-    assert total_received <= 201 + 6 + sum(resent)
+    # again only if it was in flight at a kill. Counted over all runs, not per run: a server thread starved
+    # of CPU may file a request of a killed run under the next one, after the test has moved on.
+    every = [key for r in received for key in r]
+    assert len(set(every)) <= 201 + 6
+    assert len(every) - len(set(every)) <= 2 * 4 * len(kill_points), len(every) - len(set(every))
