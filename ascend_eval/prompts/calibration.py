@@ -191,9 +191,9 @@ class LevelCalibration:
     135,000). With anchors at two levels only, one of each, it is two-point Platt scaling onto their
     targets, as `Calibration` does for yes/no verdicts. On the project's four rubrics it was chosen on (40
     pairs) the labels were right for 22 pairs with this line, 18 and 17 with the two regressions; on two
-    rubrics written after, 4 of 20 (docs/criteria.md, "Rubric anchors"). The order
-    of expected levels never changes, so neither do pairwise comparisons of scores; the rubric's label
-    becomes the level whose band holds the calibrated position.
+    rubrics written after, 4 of 20 (docs/criteria.md, "Rubric anchors"). The order of expected levels
+    never changes, so neither do pairwise comparisons of scores; the rubric's label becomes the level whose
+    band holds the calibrated position.
     """
 
     slope: float
@@ -209,7 +209,7 @@ class LevelCalibration:
         >>> round(c.apply(0.45), 3), round(c.apply(0.5), 3), round(c.apply(0.55), 3)
         (0.1, 0.5, 0.9)
         >>> c = LevelCalibration.measured([0.45, 0.47, 0.5, 0.52, 0.55], [0.1, 0.1, 0.5, 0.9, 0.9])
-        >>> round(c.apply(0.3), 3), round(c.apply(0.8), 3)  # far past the anchors, still inside (0, 1)
+        >>> round(c.apply(0.3), 3), round(c.apply(0.8), 3)  # far past the anchors: at the ends
         (0.0, 1.0)
         >>> LevelCalibration.measured([0.6, 0.5], [0.1, 0.9]) is None  # the anchors the wrong way round
         True
