@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -26,6 +27,12 @@ OFFSETS = range(EXCERPT_CHARS - 50, EXCERPT_CHARS + 51)  # the key across the ex
 def leaks(text: str, key: str = KEY, run: int = LEAK_RUN) -> list[str]:
     """The runs of `run` characters of `key` that occur in `text`."""
     return sorted({key[i : i + run] for i in range(len(key) - run + 1) if key[i : i + run] in text})
+
+
+def logged(caplog: pytest.LogCaptureFixture) -> str:
+    """What was logged, object addresses masked: httpcore's DEBUG records name objects by address
+    ("at 0x7ff2bc7e5..."), whose hex digits can hold 4 characters of this hex key in a row by chance."""
+    return re.sub(r"0x[0-9a-fA-F]+", "0x?", caplog.text)
 
 
 def padded(offset: int, secret: str = KEY) -> str:
@@ -50,7 +57,7 @@ def test_a_key_echoed_at_any_offset_of_a_body_is_scrubbed_before_the_cut(loopbac
         message = str(outcome)
         assert ("not valid JSON" if status == 200 else f"HTTP {status}") in message
         assert leaks(message) == [], f"offset {offset}: {message!r}"
-    assert leaks(caplog.text) == []
+    assert leaks(logged(caplog)) == []
 
 
 def test_a_key_in_a_json_error_message_is_scrubbed(loopback, client):
@@ -184,7 +191,7 @@ def test_a_key_in_the_status_lines_reason_phrase_is_scrubbed(loopback, client, c
     loopback.enqueue(CHAT, Reply("denied", status=401, reason=f"Invalid key {KEY}"))
     [outcome] = client.map("/chat/completions", [{}])
     assert "HTTP 401" in str(outcome) and "HTTP Request: POST" in caplog.text
-    assert leaks(caplog.text) == [] and leaks(str(outcome)) == []
+    assert leaks(logged(caplog)) == [] and leaks(str(outcome)) == []
 
 
 def test_model_discovery_scrubs_the_listed_name_and_the_reason_phrase(loopback, monkeypatch, caplog):
@@ -194,4 +201,4 @@ def test_model_discovery_scrubs_the_listed_name_and_the_reason_phrase(loopback, 
     monkeypatch.setenv("SCRUB_TEST_KEY", KEY)
     loopback.enqueue("/v1/models", Reply({"data": [{"id": f"judge-{KEY}"}]}, reason=f"OK {KEY}"))
     name = discover_model(loopback.url, api_key_env="SCRUB_TEST_KEY")
-    assert name == "judge-***" and "HTTP Request: GET" in caplog.text and leaks(caplog.text) == []
+    assert name == "judge-***" and "HTTP Request: GET" in caplog.text and leaks(logged(caplog)) == []
