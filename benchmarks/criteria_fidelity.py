@@ -156,7 +156,7 @@ def ragas_metric(metric: UserMetric, llm: Any) -> Any:
             SingleTurnInputWithoutRubric(**ragas_fields(fields)),
             ScoreFeedback(feedback=reason or "-", score=level),
         )
-        for fields, level, reason in metric.anchors  # type: ignore[attr-defined]
+        for fields, level, reason in metric.anchors
     ]
     return rubric
 

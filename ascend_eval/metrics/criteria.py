@@ -129,6 +129,8 @@ class UserMetric(Metric):
     """What a criterion and a rubric share: a name of the user's, the fields it reads, its examples."""
 
     kind: str = ""
+    anchors: tuple[tuple[dict[str, str], Any, str], ...] = ()
+    """Labelled samples the judge is never shown: (the read fields' texts, the verdict or level, reason)."""
 
     def __init__(self, name: str, reads: Sequence[str]) -> None:
         self.name = _name(name, self.kind)  # type: ignore[misc]
@@ -392,8 +394,13 @@ class Rubric(UserMetric):
             **({"anchors": [{**x, "level": v} for x, v, _ in self.anchors]} if self.anchors else {}),
         }
 
+    @property
+    def _span(self) -> tuple[int, int]:
+        """The lowest and the highest level (`levels` is sorted)."""
+        return next(iter(self.levels)), next(reversed(self.levels))
+
     def _scaled(self, level: float) -> float:
-        low, high = min(self.levels), max(self.levels)
+        low, high = self._span
         return (level - low) / (high - low)
 
     def plan(self, sample: Sample, ctx: PlanContext) -> Plan:
@@ -451,13 +458,13 @@ class Rubric(UserMetric):
             if isinstance(verdict, ParseFailure):
                 return ParseFailure(verdict.raw, f"{verdict.reason} (an anchor request of {classify.tag})")
             positions.append(self._scaled(_reading(verdict)[0]))
-        low, high = min(self.levels), max(self.levels)
+        low, high = self._span
         return LevelCalibration.measured(positions, [level_target(v, low, high) for _, v, _ in self.anchors])
 
     def _band(self, position: float) -> int:
         """The level whose band (`level_target`) holds a calibrated position: the rubric's level nearest
         to it on the level scale, the lower one on a tie."""
-        low, high = min(self.levels), max(self.levels)
+        low, high = self._span
         value = low - 0.5 + position * (high - low + 1)
         return min(self.levels, key=lambda level: (abs(level - value), level))
 
