@@ -30,7 +30,8 @@ the statements of long answers (16 of 16 Chinese samples, 12 of 16 English ones)
 flawed twin scored alike. What such a prompt writes is also checked for the layout's wording (`echoed`): an
 answer that reads the prompt back is NaN with an "echo: ..." reason, never a score. A prompt family whose
 verdicts were measured worse sample first opts out
-(`PromptSpec.sample_first=False`) and is task first in every layout; one that judges well only with its
+(`PromptSpec.sample_first=False`) and is task first in every layout (context usefulness; answer_relevancy's
+coverage verdict, on long English inputs); one that judges well only with its
 short inputs written out points to the contexts alone (`PromptSpec.sample_first_parts`, `CONTEXTS_ONLY`). A
 metric whose own use of a shared prompt was measured worse sample first asks it task first
 (`PlanContext.task_first`): faithfulness's support verdicts, on long Chinese inputs.

@@ -21,8 +21,9 @@ from benchmarks.datagen import generate
 from benchmarks.prefix_tokens import PrefixCache
 from tests.conftest import split_sentences
 
-TASK_FIRST_FAMILIES = ("context_useful",)
-"""The prompts that lost a fidelity pair sample first (docs/metrics.md, "Prompt layout")."""
+TASK_FIRST_FAMILIES = ("context_useful", "answers_question")
+"""The prompts that lost fidelity pairs sample first (docs/metrics.md, "Prompt layout"): context usefulness
+on the short pairs, answer_relevancy's coverage verdict on the long English ones."""
 WRITER_FAMILIES = ("statements", "entities", "response_question")
 """The prompts that write from a text, which they carry in every layout (`PromptSpec.writes_from`)."""
 TASK_FIRST_USES = {"faithfulness": "statement_support"}
