@@ -448,6 +448,10 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--properties", nargs="+", default=list(METRICS), choices=list(METRICS))
     parser.add_argument(
+        "--languages", nargs="+", default=["en", "zh"], choices=["en", "zh"],
+        help="score only the pairs in these languages (the fidelity gate runs one language at a time)",
+    )  # fmt: skip
+    parser.add_argument(
         "--metrics", nargs="+", default=None, choices=sorted({m for ms in METRICS.values() for m in ms}),
         help="score only these metrics (default: every metric of the properties asked)",
     )  # fmt: skip
@@ -487,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
         pairs += zh_pairs(args.zh)
     for path in args.pairs:
         pairs += project_pairs(path)
-    pairs = [p for p in pairs if p["property"] in args.properties]
+    pairs = [p for p in pairs if p["property"] in args.properties and p["language"] in args.languages]
     if args.metrics:
         pairs = [p for p in pairs if set(METRICS[p["property"]]) & set(args.metrics)]
     if not pairs:
