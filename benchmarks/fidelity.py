@@ -434,7 +434,8 @@ def ragas_rows(pairs: list[dict[str, Any]], args: argparse.Namespace) -> list[di
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line of a fidelity run (the fidelity gate reads a run's groups from it too)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -484,8 +485,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--served-model", default="judge", help="the model name the judge server serves")
     parser.add_argument("--ragas-max-tokens", type=int, default=1024, help="RAGAS's max_tokens per call")
     parser.add_argument("--out", type=Path, default=None, help="write pairs, scores and accuracy as JSON")
-    args = parser.parse_args(argv)
+    return parser
 
+
+def selected_pairs(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The pairs a run's arguments ask for, in the order they are read (scored by property and language)."""
     pairs = wikieval_pairs(args.wikieval, args.rows) if args.wikieval else []
     if not args.no_zh:
         pairs += zh_pairs(args.zh)
@@ -494,6 +498,12 @@ def main(argv: list[str] | None = None) -> int:
     pairs = [p for p in pairs if p["property"] in args.properties and p["language"] in args.languages]
     if args.metrics:
         pairs = [p for p in pairs if set(METRICS[p["property"]]) & set(args.metrics)]
+    return pairs
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    pairs = selected_pairs(args)
     if not pairs:
         raise SystemExit("no pairs: pass --wikieval PATH, --pairs FILES and/or keep the Chinese pairs")
     if not args.variants and not args.ragas:

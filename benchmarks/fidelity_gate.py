@@ -21,12 +21,25 @@ file is already in OUT is not scored again, so a stopped run picks up where it w
     python -m benchmarks fidelity-gate run --before d34c451 --after HEAD --judge http://127.0.0.1:8011/v1 \\
         --wikieval ../shared/fidelity/WikiEval.csv --rows 50 --out gate/
     python -m benchmarks fidelity-gate compare gate/before.json gate/after.json
+
+On a CPU the whole set takes longer than a working session, and a new machine comes without the request
+cache. `--by-group` scores each (property, language) group in its own process, to
+`OUT/SIDE-PROPERTY-LANG.json`, both sides of a group before the next, so a stopped gate keeps every group it
+finished. `record` keeps a finished group in a report's summary.json (its scores per pair, and what the echo
+check found in what the judge wrote), and `compare` reads such entries (`summary.json#NAME`) beside files, so
+a gate can be finished on another machine and compared as one:
+
+    python -m benchmarks fidelity-gate run --by-group --before d34c451 --judge URL --out gate/ ...
+    python -m benchmarks fidelity-gate record gate/after-faithfulness-en.json --summary REPORT/summary.json
+    python -m benchmarks fidelity-gate compare --before gate/before-*.json 'REPORT/summary.json#before-x' \\
+        --after gate/after-*.json 'REPORT/summary.json#after-x'
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import subprocess
 import sys
@@ -133,7 +146,10 @@ def echoes(pairs: Iterable[dict[str, Any]]) -> list[str]:
     "pair id / variant / metric / member: why"."""
     found = []
     for pair in pairs:
-        for variant, by_metric in (pair.get("outputs_by_variant") or {}).items():
+        if "outputs_by_variant" not in pair:
+            found += [e for e in pair.get("echoes") or [] if e.startswith(f"{pair['id']} /")]
+            continue
+        for variant, by_metric in pair["outputs_by_variant"].items():
             for metric, members in by_metric.items():
                 for member, out in zip(("better", "worse"), members, strict=True):
                     why = echoed(out.get("texts") or [])
@@ -141,7 +157,13 @@ def echoes(pairs: Iterable[dict[str, Any]]) -> list[str]:
                         why = out["reason"]
                     if why is not None:
                         found.append(f"{pair['id']} / {variant} / {metric} / {member}: {why}")
-    return found
+    return list(dict.fromkeys(found))
+
+
+def echo_unchecked(pairs: Iterable[dict[str, Any]]) -> int:
+    """Pairs whose outputs nobody read for echoes: kept neither with what the judge wrote nor with the
+    findings of a `record` (a log, or a compact entry written before `record` kept them)."""
+    return sum("outputs_by_variant" not in p and p.get("echoes") is None for p in pairs)
 
 
 def compare(
@@ -152,18 +174,19 @@ def compare(
     rows = verdicts(before, after, before_variant, after_variant)
     total = table(rows, ())[0] if rows else {"pairs": 0, "before": 0, "after": 0, "change": 0}
     per_metric = table(rows, ("metric",))
-    found = echoes(after)
+    found, unchecked = echoes(after), echo_unchecked(after)
     losers = [m for m in per_metric if -m["change"] > allowed_loss(m["pairs"])]
     return {
         "total": total,
         "per_metric": per_metric,
         "per_group": table(rows, ("metric", "language", "length")),
         "echoes": found,
+        "echo_unchecked": unchecked,
         "unmatched": len(after) - len({_key(p) for p in after} & {_key(p) for p in before}),
         "rules": {
             "total right does not fall": total["after"] >= total["before"],
             "no metric loses more than max(1, 5%) of its pairs": not losers,
-            "no output echoes the layout's wording": not found,
+            "no output echoes the layout's wording": not found and not unchecked,
         },
     }
 
@@ -185,15 +208,82 @@ def markdown(verdict: dict[str, Any]) -> str:
     out += ["", f"All: {t['before']} -> {t['after']} of {t['pairs']} pair checks."]
     out += [f"- {'pass' if ok else 'FAIL'}: {rule}" for rule, ok in verdict["rules"].items()]
     out += [f"  - echo: {e}" for e in verdict["echoes"][:20]]
+    if verdict.get("echo_unchecked"):
+        out += [f"  - {verdict['echo_unchecked']} pairs' outputs were not kept, so not read for echoes"]
     return "\n".join(out) + "\n"
 
 
-def _pairs(path: Path) -> list[dict[str, Any]]:
-    """A fidelity run's pairs: its `--out` file, or its log for a run stopped before it wrote one (each
-    group it finished, under the variant "ours", without what the judge wrote)."""
-    if path.suffix in (".log", ".txt"):
-        return pairs_from_log(path.read_text(encoding="utf-8").splitlines())
-    return json.loads(path.read_text(encoding="utf-8"))["pairs"]
+def pairs_from_records(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pairs of a run kept in a report as compact rows (`benchmarks.fidelity.pair_records`, under
+    "pairs" or at the top of the entry), with each variant's scores; what the judge wrote is not kept, so
+    each pair carries the echo findings the entry recorded (`record`), or None where it recorded none.
+
+    >>> entry = {"columns": ["id", "property", "language", "metric", "variant", "better", "worse", "right"],
+    ...          "rows": [["p", "faithfulness", "en", "faithfulness", "auto/auto", 0.9, None, False]],
+    ...          "echoes": []}
+    >>> [(q["id"], q["variants"], q["echoes"]) for q in pairs_from_records(entry)]
+    [('p', {'auto/auto': {'faithfulness': [0.9, nan]}}, [])]
+    """
+    table_ = entry.get("pairs", entry)
+    columns = table_["columns"]
+    pairs: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for row in table_["rows"]:
+        r = dict(zip(columns, row, strict=True))
+        pair = pairs.setdefault((r["id"], r["property"], r["language"]), {
+            "id": r["id"], "property": r["property"], "language": r["language"], "variants": {},
+            "echoes": entry.get("echoes")})  # fmt: skip
+        scores = [math.nan if v is None else float(v) for v in (r["better"], r["worse"])]
+        pair["variants"].setdefault(r["variant"], {})[r["metric"]] = scores
+    return list(pairs.values())
+
+
+def _pairs(spec: Path | str) -> list[dict[str, Any]]:
+    """A fidelity run's pairs: its `--out` file; its log, for a run stopped before it wrote one (each
+    group it finished, under the variant "ours", without what the judge wrote); or `SUMMARY.json#NAME`, a
+    run a report keeps (`record`)."""
+    path, _, name = str(spec).partition("#")
+    text = Path(path).read_text(encoding="utf-8")
+    if name:
+        files = json.loads(text)["files"]
+        if name not in files:
+            raise SystemExit(f"{path} keeps no run named {name!r}: it has {', '.join(sorted(files))}")
+        return pairs_from_records(files[name])
+    if Path(path).suffix in (".log", ".txt"):
+        return pairs_from_log(text.splitlines())
+    return json.loads(text)["pairs"]
+
+
+def side_pairs(specs: Sequence[Path | str]) -> list[dict[str, Any]]:
+    """One side's pairs from several runs (e.g. one per group); a pair scored twice is an error."""
+    pairs, seen = [], {}
+    for spec in specs:
+        for pair in _pairs(spec):
+            if _key(pair) in seen:
+                raise SystemExit(f"pair {_key(pair)} is in both {seen[_key(pair)]} and {spec}")
+            seen[_key(pair)] = spec
+            pairs.append(pair)
+    return pairs
+
+
+def record(run: Path, summary: Path, name: str | None = None) -> str:
+    """Keep a finished run in a report's `summary.json` (created if missing) under `name` (default: the
+    file's name): its command, accuracy rows, compact scores per pair, and what `echoes` found in what the
+    judge wrote, which the compact rows no longer hold. Returns the name."""
+    from benchmarks.fidelity import RECORD_COLUMNS, pair_records
+
+    data = json.loads(run.read_text(encoding="utf-8"))
+    unchecked = [p["id"] for p in data["pairs"] if "outputs_by_variant" not in p]
+    if unchecked:
+        raise SystemExit(f"{run}: pairs {unchecked[:5]} keep no outputs, so their echoes cannot be checked")
+    name = name or run.name
+    kept = json.loads(summary.read_text(encoding="utf-8")) if summary.exists() else {"files": {}}
+    kept.setdefault("files", {})[name] = {
+        "command": data["command"], "accuracy": data["accuracy"], "echoes": echoes(data["pairs"]),
+        "pairs": {"columns": list(RECORD_COLUMNS), "rows": pair_records(data["pairs"])},
+    }  # fmt: skip
+    summary.parent.mkdir(parents=True, exist_ok=True)
+    summary.write_text(json.dumps(kept, indent=1, ensure_ascii=False), encoding="utf-8")
+    return name
 
 
 def side_tree(commit: str, out: Path, name: str) -> Path:
@@ -214,21 +304,44 @@ def side_tree(commit: str, out: Path, name: str) -> Path:
     return lib
 
 
-def run_side(commit: str, name: str, args: argparse.Namespace, passthrough: Sequence[str]) -> Path:
-    """Score the pairs with the library at `commit`, unless `OUT/NAME.json` is there already."""
+def run_side(commit: str, side: str, args: argparse.Namespace, passthrough: Sequence[str],
+             name: str | None = None) -> Path:  # fmt: skip
+    """Score the pairs with the library at `commit` (`side`'s tree), unless `OUT/NAME.json` is there
+    already (NAME: `side`, or one group's name)."""
+    name = name or side
     result = args.out / f"{name}.json"
     if result.exists():
         print(f"{name}: {result} is there, not scored again", flush=True)
         return result
-    lib = side_tree(commit, args.out, name)
+    lib = side_tree(commit, args.out, side)
     boot = ("import runpy, sys; sys.path[:0] = [sys.argv.pop(1)]; "
             "runpy.run_module('benchmarks.fidelity', run_name='__main__', alter_sys=True)")  # fmt: skip
+    partial = result.with_suffix(".json.part")
     command = [sys.executable, "-c", boot, str(lib), "--judge", args.judge,
-               "--cache-dir", str(args.cache_dir), "--out", str(result), *passthrough]  # fmt: skip
+               "--cache-dir", str(args.cache_dir), "--out", str(partial), *passthrough]  # fmt: skip
     print(f"{name} ({commit}): {' '.join(command[3:])}", flush=True)
     with (args.out / f"{name}.log").open("w") as log:
         subprocess.run(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, check=True)
+    partial.replace(result)  # only a finished run's file counts as done
     return result
+
+
+def groups(passthrough: Sequence[str]) -> list[tuple[str, str]]:
+    """The (property, language) groups a fidelity run with these arguments scores, in first-seen order."""
+    from benchmarks.fidelity import parser, selected_pairs
+
+    args = parser().parse_args([*passthrough, "--judge", "unused"])
+    return list(dict.fromkeys((p["property"], p["language"]) for p in selected_pairs(args)))
+
+
+def run_by_group(args: argparse.Namespace, passthrough: Sequence[str]) -> tuple[list[Path], list[Path]]:
+    """Each group in its own process, both sides of a group before the next group: OUT/SIDE-PROP-LANG.json."""
+    before, after = [], []
+    for prop, language in groups(passthrough):
+        only = [*passthrough, "--properties", prop, "--languages", language]
+        before.append(run_side(args.before, "before", args, only, f"before-{prop}-{language}"))
+        after.append(run_side(args.after, "after", args, only, f"after-{prop}-{language}"))
+    return before, after
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,10 +357,19 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--cache-dir", type=Path, default=None, help="the shared request cache (default OUT/cache)"
     )
-    cmp = commands.add_parser("compare", help="compare two fidelity runs' files")
-    cmp.add_argument("before", type=Path)
-    cmp.add_argument("after", type=Path)
+    run.add_argument(
+        "--by-group", action="store_true",
+        help="one process per (property, language) group, both sides of a group before the next",
+    )  # fmt: skip
+    cmp = commands.add_parser("compare", help="compare two sides' fidelity runs")
+    cmp.add_argument("files", nargs="*", help="BEFORE AFTER: one run per side")
+    cmp.add_argument("--before", dest="before_runs", nargs="+", default=[],
+                     help="the before side's runs: files, logs or SUMMARY.json#NAME")  # fmt: skip
+    cmp.add_argument("--after", dest="after_runs", nargs="+", default=[], help="the after side's runs")
     cmp.add_argument("--out", type=Path, default=None, help="write gate.md and gate.json here")
+    rec = commands.add_parser("record", help="keep finished runs in a report's summary.json")
+    rec.add_argument("runs", type=Path, nargs="+", help="fidelity runs' --out files, kept under their names")
+    rec.add_argument("--summary", type=Path, required=True, help="the report's summary.json")
     for sub in (run, cmp):
         sub.add_argument(
             "--before-variant", default=None, help="the variant of the before side (default: its only one)"
@@ -256,14 +378,29 @@ def main(argv: list[str] | None = None) -> int:
             "--after-variant", default=None, help="the variant of the after side (default: its only one)"
         )
     args, passthrough = parser.parse_known_args(argv)
+    if args.command == "record":
+        for path in args.runs:
+            print(f"{path} -> {args.summary}#{record(path, args.summary)}")
+        return 0
     if args.command == "run":
         args.out.mkdir(parents=True, exist_ok=True)
         args.cache_dir = args.cache_dir or args.out / "cache"
-        before = run_side(args.before, "before", args, passthrough)
-        after = run_side(args.after, "after", args, passthrough)
+        if args.by_group:
+            before, after = run_by_group(args, passthrough)
+        else:
+            before = [run_side(args.before, "before", args, passthrough)]
+            after = [run_side(args.after, "after", args, passthrough)]
     else:
-        before, after = args.before, args.after
-    verdict = compare(_pairs(before), _pairs(after), before_variant=args.before_variant,
+        if passthrough:
+            parser.error(f"unknown arguments: {' '.join(passthrough)}")
+        if len(args.files) not in (0, 2) or (args.files and (args.before_runs or args.after_runs)):
+            parser.error("give BEFORE AFTER, or --before RUNS --after RUNS")
+        before, after = args.before_runs, args.after_runs
+        if args.files:
+            before, after = args.files[:1], args.files[1:]
+        if not before or not after:
+            parser.error("each side needs at least one run")
+    verdict = compare(side_pairs(before), side_pairs(after), before_variant=args.before_variant,
                       after_variant=args.after_variant)  # fmt: skip
     text = markdown(verdict)
     print(text)
