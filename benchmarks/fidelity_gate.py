@@ -96,13 +96,16 @@ def length(pair: dict[str, Any]) -> str:
     return "long" if pair.get("source", "").startswith("long") or "-long-" in pair["id"] else "short"
 
 
-def _scores(pair: dict[str, Any], variant: str | None) -> dict[str, list[float]]:
+def _verdicts(pair: dict[str, Any], variant: str | None) -> dict[str, bool]:
+    """Per metric, whether `variant` (default: the pair's only one) scored the better member better. A pair
+    read from compact records keeps the verdict they recorded, judged on the unrounded scores."""
     variants = pair.get("variants") or {}
     if variant is None:
         if len(variants) != 1:
             raise SystemExit(f"pair {pair['id']} has variants {sorted(variants)}: name one with --*-variant")
         variant = next(iter(variants))
-    return variants.get(variant, {})
+    recorded = (pair.get("right") or {}).get(variant, {})
+    return {m: recorded.get(m, right(*s, m)) for m, s in variants.get(variant, {}).items()}
 
 
 def verdicts(
@@ -117,12 +120,11 @@ def verdicts(
         old = by_key.get(_key(pair))
         if old is None:
             continue
-        new_scores, old_scores = _scores(pair, after_variant), _scores(old, before_variant)
+        new, was = _verdicts(pair, after_variant), _verdicts(old, before_variant)
         for metric in METRICS[pair["property"]]:
-            if metric in new_scores and metric in old_scores:
-                was, now = right(*old_scores[metric], metric), right(*new_scores[metric], metric)
+            if metric in new and metric in was:
                 rows.append({"metric": metric, "language": pair["language"], "length": length(pair),
-                             "before": was, "after": now})  # fmt: skip
+                             "before": was[metric], "after": new[metric]})  # fmt: skip
     return rows
 
 
@@ -215,14 +217,15 @@ def markdown(verdict: dict[str, Any]) -> str:
 
 def pairs_from_records(entry: dict[str, Any]) -> list[dict[str, Any]]:
     """The pairs of a run kept in a report as compact rows (`benchmarks.fidelity.pair_records`, under
-    "pairs" or at the top of the entry), with each variant's scores; what the judge wrote is not kept, so
-    each pair carries the echo findings the entry recorded (`record`), or None where it recorded none.
+    "pairs" or at the top of the entry), with each variant's scores (rounded) and verdicts (judged on the
+    unrounded scores, so a pair right by less than the rounding stays right); what the judge wrote is not
+    kept, so each pair carries the echo findings the entry recorded (`record`), or None where it has none.
 
     >>> entry = {"columns": ["id", "property", "language", "metric", "variant", "better", "worse", "right"],
     ...          "rows": [["p", "faithfulness", "en", "faithfulness", "auto/auto", 0.9, None, False]],
     ...          "echoes": []}
-    >>> [(q["id"], q["variants"], q["echoes"]) for q in pairs_from_records(entry)]
-    [('p', {'auto/auto': {'faithfulness': [0.9, nan]}}, [])]
+    >>> [(q["id"], q["variants"], q["right"], q["echoes"]) for q in pairs_from_records(entry)]
+    [('p', {'auto/auto': {'faithfulness': [0.9, nan]}}, {'auto/auto': {'faithfulness': False}}, [])]
     """
     table_ = entry.get("pairs", entry)
     columns = table_["columns"]
@@ -234,6 +237,7 @@ def pairs_from_records(entry: dict[str, Any]) -> list[dict[str, Any]]:
             "echoes": entry.get("echoes")})  # fmt: skip
         scores = [math.nan if v is None else float(v) for v in (r["better"], r["worse"])]
         pair["variants"].setdefault(r["variant"], {})[r["metric"]] = scores
+        pair.setdefault("right", {}).setdefault(r["variant"], {})[r["metric"]] = bool(r["right"])
     return list(pairs.values())
 
 

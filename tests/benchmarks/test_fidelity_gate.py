@@ -161,3 +161,13 @@ def test_a_stopped_gate_by_group_scores_only_the_groups_it_lacks(tmp_path: Path,
     assert out.count("is there, not scored again") == 4 and not list(tmp_path.glob("*-tree"))
     # noise_sensitivity (lower is better): right before, wrong after; context_recall the other way round
     assert "All: 1 -> 1 of 2 pair checks." in out and code == 0  # one pair lost is within max(1, 5%)
+
+
+def test_a_pair_right_by_less_than_the_rounding_stays_right_when_read_back(tmp_path: Path) -> None:
+    """Records round scores to 4 places; the verdict they keep was judged before rounding."""
+    hair = [pair("zh-long-relev-02", "answer_relevance", "zh", "answer_relevancy", (1.2e-4, 1.1e-4))]
+    summary = tmp_path / "summary.json"
+    record(run_file(tmp_path / "after.json", hair), summary)
+    (back,) = side_pairs([f"{summary}#after.json"])
+    assert back["variants"]["auto/auto"]["answer_relevancy"] == [0.0001, 0.0001]
+    assert compare(hair, [back])["total"]["after"] == 1 == compare(hair, hair)["total"]["after"]
