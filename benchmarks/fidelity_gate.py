@@ -24,10 +24,11 @@ file is already in OUT is not scored again, so a stopped run picks up where it w
 
 On a CPU the whole set takes longer than a working session, and a new machine comes without the request
 cache. `--by-group` scores each (property, language) group in its own process, to
-`OUT/SIDE-PROPERTY-LANG.json`, both sides of a group before the next, so a stopped gate keeps every group it
-finished. `record` keeps a finished group in a report's summary.json (its scores per pair, and what the echo
-check found in what the judge wrote), and `compare` reads such entries (`summary.json#NAME`) beside files, so
-a gate can be finished on another machine and compared as one:
+`OUT/SIDE-PROPERTY-LANG.json`, both sides of a group before the next (or, `--both-at-once`, the two sides
+side by side), so a stopped gate keeps every group it finished. `record` keeps a finished group in a
+report's summary.json (its scores per pair, and what the echo check found in what the judge wrote), and
+`compare` reads such entries (`summary.json#NAME`) beside files, so a gate can be finished on another
+machine and compared as one:
 
     python -m benchmarks fidelity-gate run --by-group --before d34c451 --judge URL --out gate/ ...
     python -m benchmarks fidelity-gate record gate/after-faithfulness-en.json --summary REPORT/summary.json
@@ -44,6 +45,7 @@ import random
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -339,13 +341,27 @@ def groups(passthrough: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def run_by_group(args: argparse.Namespace, passthrough: Sequence[str]) -> tuple[list[Path], list[Path]]:
-    """Each group in its own process, both sides of a group before the next group: OUT/SIDE-PROP-LANG.json."""
-    before, after = [], []
-    for prop, language in groups(passthrough):
-        only = [*passthrough, "--properties", prop, "--languages", language]
-        before.append(run_side(args.before, "before", args, only, f"before-{prop}-{language}"))
-        after.append(run_side(args.after, "after", args, only, f"after-{prop}-{language}"))
-    return before, after
+    """Each group in its own process: OUT/SIDE-PROPERTY-LANG.json. One side after the other per group, or
+    with `args.both_at_once` the two sides in two processes at once, the before side one group ahead (it
+    starts at the second group and ends with the first), so that one client's quiet stages (embedding,
+    parsing, its next round's wait) leave the server busy, and the requests both sides share are asked by
+    the before side first, then read from the cache."""
+    jobs = [(prop, lang, [*passthrough, "--properties", prop, "--languages", lang])
+            for prop, lang in groups(passthrough)]  # fmt: skip
+
+    def side(name: str, commit: str, order: Sequence[tuple[str, str, list[str]]]) -> dict[str, Path]:
+        return {
+            f"{p}-{lang}": run_side(commit, name, args, only, f"{name}-{p}-{lang}") for p, lang, only in order
+        }
+
+    if not args.both_at_once:
+        done = [(side("before", args.before, [j]), side("after", args.after, [j])) for j in jobs]
+        return [next(iter(b.values())) for b, _ in done], [next(iter(a.values())) for _, a in done]
+    with ThreadPoolExecutor(2) as pool:
+        after = pool.submit(side, "after", args.after, jobs)
+        before = pool.submit(side, "before", args.before, jobs[1:] + jobs[:1])
+        b, a = before.result(), after.result()
+    return [b[f"{p}-{lang}"] for p, lang, _ in jobs], [a[f"{p}-{lang}"] for p, lang, _ in jobs]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -364,6 +380,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--by-group", action="store_true",
         help="one process per (property, language) group, both sides of a group before the next",
+    )  # fmt: skip
+    run.add_argument(
+        "--both-at-once", action="store_true",
+        help="with --by-group: the two sides in two processes at once, the before side a group ahead",
     )  # fmt: skip
     cmp = commands.add_parser("compare", help="compare two sides' fidelity runs")
     cmp.add_argument("files", nargs="*", help="BEFORE AFTER: one run per side")

@@ -128,7 +128,8 @@ def test_groups_follow_the_pairs_asked_for() -> None:
     ]
 
 
-def test_a_stopped_gate_by_group_scores_only_the_groups_it_lacks(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("at_once", [[], ["--both-at-once"]])
+def test_a_stopped_gate_by_group_scores_only_the_groups_it_lacks(tmp_path: Path, capsys, at_once) -> None:
     """Every group's file is there (a gate finished elsewhere, or earlier): nothing is scored again, no
     worktree is made, and the verdict covers all groups."""
     args = [
@@ -146,6 +147,7 @@ def test_a_stopped_gate_by_group_scores_only_the_groups_it_lacks(tmp_path: Path,
         [
             "run",
             "--by-group",
+            *at_once,
             "--before",
             "HEAD~1",
             "--after",
