@@ -31,7 +31,9 @@ report's summary.json (its scores per pair, and what the echo check found in wha
 machine and compared as one:
 
     python -m benchmarks fidelity-gate run --by-group --before d34c451 --judge URL --out gate/ ...
-    python -m benchmarks fidelity-gate record gate/after-faithfulness-en.json --summary REPORT/summary.json
+    python -m benchmarks fidelity-gate record gate/*-*.json --summary REPORT/summary.json
+    # later, elsewhere: score only the groups REPORT does not keep, then compare them all
+    python -m benchmarks fidelity-gate run --by-group --kept REPORT/summary.json --before d34c451 ...
     python -m benchmarks fidelity-gate compare --before gate/before-*.json 'REPORT/summary.json#before-x' \\
         --after gate/after-*.json 'REPORT/summary.json#after-x'
 """
@@ -310,15 +312,27 @@ def side_tree(commit: str, out: Path, name: str) -> Path:
     return lib
 
 
+def kept_run(name: str, summaries: Sequence[Path]) -> str | None:
+    """`SUMMARY.json#NAME.json` for the first of `summaries` that keeps that run (`record`), else None."""
+    for summary in summaries:
+        if f"{name}.json" in json.loads(summary.read_text(encoding="utf-8")).get("files", {}):
+            return f"{summary}#{name}.json"
+    return None
+
+
 def run_side(commit: str, side: str, args: argparse.Namespace, passthrough: Sequence[str],
-             name: str | None = None) -> Path:  # fmt: skip
+             name: str | None = None) -> Path | str:  # fmt: skip
     """Score the pairs with the library at `commit` (`side`'s tree), unless `OUT/NAME.json` is there
-    already (NAME: `side`, or one group's name)."""
+    already or a report in `args.kept` keeps that run (NAME: `side`, or one group's name)."""
     name = name or side
     result = args.out / f"{name}.json"
     if result.exists():
         print(f"{name}: {result} is there, not scored again", flush=True)
         return result
+    kept = kept_run(name, getattr(args, "kept", None) or [])
+    if kept is not None:
+        print(f"{name}: kept in {kept}, not scored again", flush=True)
+        return kept
     lib = side_tree(commit, args.out, side)
     boot = ("import runpy, sys; sys.path[:0] = [sys.argv.pop(1)]; "
             "runpy.run_module('benchmarks.fidelity', run_name='__main__', alter_sys=True)")  # fmt: skip
@@ -340,7 +354,7 @@ def groups(passthrough: Sequence[str]) -> list[tuple[str, str]]:
     return list(dict.fromkeys((p["property"], p["language"]) for p in selected_pairs(args)))
 
 
-def run_by_group(args: argparse.Namespace, passthrough: Sequence[str]) -> tuple[list[Path], list[Path]]:
+def run_by_group(args: argparse.Namespace, passthrough: Sequence[str]) -> tuple[list[Any], list[Any]]:
     """Each group in its own process: OUT/SIDE-PROPERTY-LANG.json. One side after the other per group, or
     with `args.both_at_once` the two sides in two processes at once, the before side one group ahead (it
     starts at the second group and ends with the first), so that one client's quiet stages (embedding,
@@ -349,7 +363,7 @@ def run_by_group(args: argparse.Namespace, passthrough: Sequence[str]) -> tuple[
     jobs = [(prop, lang, [*passthrough, "--properties", prop, "--languages", lang])
             for prop, lang in groups(passthrough)]  # fmt: skip
 
-    def side(name: str, commit: str, order: Sequence[tuple[str, str, list[str]]]) -> dict[str, Path]:
+    def side(name: str, commit: str, order: Sequence[tuple[str, str, list[str]]]) -> dict[str, Path | str]:
         return {
             f"{p}-{lang}": run_side(commit, name, args, only, f"{name}-{p}-{lang}") for p, lang, only in order
         }
@@ -380,6 +394,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--by-group", action="store_true",
         help="one process per (property, language) group, both sides of a group before the next",
+    )  # fmt: skip
+    run.add_argument(
+        "--kept", type=Path, nargs="+", default=[],
+        help="reports' summary.json files: a run one keeps (`record`; by name, e.g. after-faithfulness-en) "
+        "is read from there, not scored again, so a gate begun on another machine is finished here",
     )  # fmt: skip
     run.add_argument(
         "--both-at-once", action="store_true",

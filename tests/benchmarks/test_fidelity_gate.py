@@ -130,8 +130,8 @@ def test_groups_follow_the_pairs_asked_for() -> None:
 
 @pytest.mark.parametrize("at_once", [[], ["--both-at-once"]])
 def test_a_stopped_gate_by_group_scores_only_the_groups_it_lacks(tmp_path: Path, capsys, at_once) -> None:
-    """Every group's file is there (a gate finished elsewhere, or earlier): nothing is scored again, no
-    worktree is made, and the verdict covers all groups."""
+    """Every group's run is there, as a file (a gate stopped earlier) or kept in a report (finished on
+    another machine): nothing is scored again, no worktree is made, and the verdict covers all groups."""
     args = [
         "--no-zh",
         "--pairs",
@@ -140,9 +140,13 @@ def test_a_stopped_gate_by_group_scores_only_the_groups_it_lacks(tmp_path: Path,
         "noise_sensitivity",
         "context_recall",
     ]
+    report = tmp_path / "report" / "summary.json"  # the runs a gate finished on another machine
     for prop, metric in (("noise_sensitivity", "noise_sensitivity"), ("context_recall", "context_recall")):
         for side, worse in (("before", 0.5), ("after", 0.05)):
-            run_file(tmp_path / f"{side}-{prop}-en.json", [pair("p", prop, "en", metric, (0.1, worse))])
+            run = run_file(tmp_path / f"{side}-{prop}-en.json", [pair("p", prop, "en", metric, (0.1, worse))])
+            if prop == "context_recall":
+                record(run, report)
+                run.unlink()
     code = main(
         [
             "run",
@@ -156,11 +160,14 @@ def test_a_stopped_gate_by_group_scores_only_the_groups_it_lacks(tmp_path: Path,
             "http://127.0.0.1:1",
             "--out",
             str(tmp_path),
+            "--kept",
+            str(report),
             *args,
         ]
     )
     out = capsys.readouterr().out
-    assert out.count("is there, not scored again") == 4 and not list(tmp_path.glob("*-tree"))
+    assert out.count("is there, not scored again") == 2 and out.count("not scored again") == 4
+    assert not list(tmp_path.glob("*-tree"))
     # noise_sensitivity (lower is better): right before, wrong after; context_recall the other way round
     assert "All: 1 -> 1 of 2 pair checks." in out and code == 0  # one pair lost is within max(1, 5%)
 
