@@ -312,24 +312,26 @@ def side_tree(commit: str, out: Path, name: str) -> Path:
     return lib
 
 
-def kept_run(name: str, summaries: Sequence[Path]) -> str | None:
-    """`SUMMARY.json#NAME.json` for the first of `summaries` that keeps that run (`record`), else None."""
+def kept_runs(summaries: Sequence[Path]) -> dict[str, str]:
+    """Each run the reports keep (`record`), by its name without ".json": `SUMMARY.json#NAME.json`; the
+    first report to keep a name wins."""
+    kept: dict[str, str] = {}
     for summary in summaries:
-        if f"{name}.json" in json.loads(summary.read_text(encoding="utf-8")).get("files", {}):
-            return f"{summary}#{name}.json"
-    return None
+        for name in json.loads(summary.read_text(encoding="utf-8")).get("files", {}):
+            kept.setdefault(name.removesuffix(".json"), f"{summary}#{name}")
+    return kept
 
 
 def run_side(commit: str, side: str, args: argparse.Namespace, passthrough: Sequence[str],
              name: str | None = None) -> Path | str:  # fmt: skip
     """Score the pairs with the library at `commit` (`side`'s tree), unless `OUT/NAME.json` is there
-    already or a report in `args.kept` keeps that run (NAME: `side`, or one group's name)."""
+    already or a report in `--kept` keeps that run (`args.kept_runs`; NAME: `side`, or one group's name)."""
     name = name or side
     result = args.out / f"{name}.json"
     if result.exists():
         print(f"{name}: {result} is there, not scored again", flush=True)
         return result
-    kept = kept_run(name, getattr(args, "kept", None) or [])
+    kept = args.kept_runs.get(name)
     if kept is not None:
         print(f"{name}: kept in {kept}, not scored again", flush=True)
         return kept
@@ -362,20 +364,23 @@ def run_by_group(args: argparse.Namespace, passthrough: Sequence[str]) -> tuple[
     the before side first, then read from the cache."""
     jobs = [(prop, lang, [*passthrough, "--properties", prop, "--languages", lang])
             for prop, lang in groups(passthrough)]  # fmt: skip
+    done: dict[str, dict[tuple[str, str], Path | str]] = {"before": {}, "after": {}}
 
-    def side(name: str, commit: str, order: Sequence[tuple[str, str, list[str]]]) -> dict[str, Path | str]:
-        return {
-            f"{p}-{lang}": run_side(commit, name, args, only, f"{name}-{p}-{lang}") for p, lang, only in order
-        }
+    def side(name: str, commit: str, order: Sequence[tuple[str, str, list[str]]]) -> None:
+        for prop, lang, only in order:
+            done[name][prop, lang] = run_side(commit, name, args, only, f"{name}-{prop}-{lang}")
 
     if not args.both_at_once:
-        done = [(side("before", args.before, [j]), side("after", args.after, [j])) for j in jobs]
-        return [next(iter(b.values())) for b, _ in done], [next(iter(a.values())) for _, a in done]
-    with ThreadPoolExecutor(2) as pool:
-        after = pool.submit(side, "after", args.after, jobs)
-        before = pool.submit(side, "before", args.before, jobs[1:] + jobs[:1])
-        b, a = before.result(), after.result()
-    return [b[f"{p}-{lang}"] for p, lang, _ in jobs], [a[f"{p}-{lang}"] for p, lang, _ in jobs]
+        for job in jobs:
+            side("before", args.before, [job])
+            side("after", args.after, [job])
+    else:
+        with ThreadPoolExecutor(2) as pool:
+            runs = [pool.submit(side, "after", args.after, jobs),
+                    pool.submit(side, "before", args.before, jobs[1:] + jobs[:1])]  # fmt: skip
+            for run in runs:
+                run.result()
+    return [done["before"][p, lang] for p, lang, _ in jobs], [done["after"][p, lang] for p, lang, _ in jobs]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -428,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         args.out.mkdir(parents=True, exist_ok=True)
         args.cache_dir = args.cache_dir or args.out / "cache"
+        args.kept_runs = kept_runs(args.kept)
         if args.by_group:
             before, after = run_by_group(args, passthrough)
         else:
