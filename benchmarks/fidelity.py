@@ -456,6 +456,11 @@ def parser() -> argparse.ArgumentParser:
         "--metrics", nargs="+", default=None, choices=sorted({m for ms in METRICS.values() for m in ms}),
         help="score only these metrics (default: every metric of the properties asked)",
     )  # fmt: skip
+    parser.add_argument(
+        "--part", type=part, default=None, metavar="K/N",
+        help="score only the K-th of N equal runs of the selected pairs, in their order (1/4 to 4/4), so a "
+        "long group is scored, and kept, a part at a time",
+    )  # fmt: skip
     parser.add_argument("--judge", required=True, help="a judge: shipped name, directory or .gguf")
     parser.add_argument("--embedder", default="multilingual-e5-small")
     parser.add_argument(
@@ -498,7 +503,26 @@ def selected_pairs(args: argparse.Namespace) -> list[dict[str, Any]]:
     pairs = [p for p in pairs if p["property"] in args.properties and p["language"] in args.languages]
     if args.metrics:
         pairs = [p for p in pairs if set(METRICS[p["property"]]) & set(args.metrics)]
+    if args.part is not None:
+        k, n = args.part
+        pairs = pairs[(k - 1) * len(pairs) // n : k * len(pairs) // n]
     return pairs
+
+
+def part(text: str) -> tuple[int, int]:
+    """`--part K/N` as (K, N), 1 <= K <= N.
+
+    >>> part("2/4")
+    (2, 4)
+    >>> part("5/4")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: '5/4': give K/N with 1 <= K <= N, e.g. 2/4
+    """
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise argparse.ArgumentTypeError(f"{text!r}: give K/N with 1 <= K <= N, e.g. 2/4")
+    return int(k), int(n)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,6 +36,10 @@ machine and compared as one:
     python -m benchmarks fidelity-gate run --by-group --kept REPORT/summary.json --before d34c451 ...
     python -m benchmarks fidelity-gate compare --before gate/before-*.json 'REPORT/summary.json#before-x' \\
         --after gate/after-*.json 'REPORT/summary.json#after-x'
+
+A group that alone outlasts a session (WikiEval's 66 English faithfulness pairs take hours on two cores) is
+kept a part at a time with `--parts N`: each group not already whole runs as N processes over its pairs in
+order (`fidelity --part K/N`), to `OUT/SIDE-PROPERTY-LANG-partKofN.json`, each recorded as it finishes.
 """
 
 from __future__ import annotations
@@ -356,19 +360,46 @@ def groups(passthrough: Sequence[str]) -> list[tuple[str, str]]:
     return list(dict.fromkeys((p["property"], p["language"]) for p in selected_pairs(args)))
 
 
-def run_by_group(args: argparse.Namespace, passthrough: Sequence[str]) -> tuple[list[Any], list[Any]]:
-    """Each group in its own process: OUT/SIDE-PROPERTY-LANG.json. One side after the other per group, or
-    with `args.both_at_once` the two sides in two processes at once, the before side one group ahead (it
-    starts at the second group and ends with the first), so that one client's quiet stages (embedding,
-    parsing, its next round's wait) leave the server busy, and the requests both sides share are asked by
-    the before side first, then read from the cache."""
-    jobs = [(prop, lang, [*passthrough, "--properties", prop, "--languages", lang])
-            for prop, lang in groups(passthrough)]  # fmt: skip
-    done: dict[str, dict[tuple[str, str], Path | str]] = {"before": {}, "after": {}}
+Job = tuple[str, list[str]]
+"""A group run's name without its side (`PROPERTY-LANG`, or `PROPERTY-LANG-partKofN`) and its arguments."""
 
-    def side(name: str, commit: str, order: Sequence[tuple[str, str, list[str]]]) -> None:
-        for prop, lang, only in order:
-            done[name][prop, lang] = run_side(commit, name, args, only, f"{name}-{prop}-{lang}")
+
+def group_jobs(passthrough: Sequence[str], parts: int = 1) -> list[tuple[str, list[Job]]]:
+    """Each group's name and its runs: the whole group, or with `parts` > 1 its parts (`fidelity --part`).
+
+    >>> only = ["--no-zh", "--languages", "en", "--properties", "faithfulness"]
+    >>> [(g, [n for n, _ in jobs]) for g, jobs in group_jobs(only, 2)]
+    [('faithfulness-en', ['faithfulness-en-part1of2', 'faithfulness-en-part2of2'])]
+    """
+    out = []
+    for prop, lang in groups(passthrough):
+        only = [*passthrough, "--properties", prop, "--languages", lang]
+        name = f"{prop}-{lang}"
+        if parts <= 1:
+            out.append((name, [(name, only)]))
+        else:
+            out.append((name, [(f"{name}-part{k}of{parts}", [*only, "--part", f"{k}/{parts}"])
+                               for k in range(1, parts + 1)]))  # fmt: skip
+    return out
+
+
+def run_by_group(args: argparse.Namespace, passthrough: Sequence[str]) -> tuple[list[Any], list[Any]]:
+    """Each group in its own process: OUT/SIDE-PROPERTY-LANG.json (with `args.parts`, one process and file
+    per part of a group, OUT/SIDE-PROPERTY-LANG-partKofN.json, so that a long group is kept a part at a
+    time). One side after the other per group, or with `args.both_at_once` the two sides in two processes at
+    once, the before side one group ahead (it starts at the second group and ends with the first), so that
+    one client's quiet stages (embedding, parsing, its next round's wait) leave the server busy, and the
+    requests both sides share are asked by the before side first, then read from the cache. A group that
+    is there whole (on disk or kept in `--kept`) is not split: its parts are not run."""
+    jobs = group_jobs(passthrough, getattr(args, "parts", 1))
+    done: dict[str, dict[str, list[Path | str]]] = {"before": {}, "after": {}}
+
+    def side(name: str, commit: str, order: Sequence[tuple[str, list[Job]]]) -> None:
+        for group, runs in order:
+            whole = f"{name}-{group}"
+            if (args.out / f"{whole}.json").exists() or whole in args.kept_runs:
+                runs = [(group, [])]  # run_side finds it there and scores nothing
+            done[name][group] = [run_side(commit, name, args, only, f"{name}-{part}") for part, only in runs]
 
     if not args.both_at_once:
         for job in jobs:
@@ -380,7 +411,10 @@ def run_by_group(args: argparse.Namespace, passthrough: Sequence[str]) -> tuple[
                     pool.submit(side, "before", args.before, jobs[1:] + jobs[:1])]  # fmt: skip
             for run in runs:
                 run.result()
-    return [done["before"][p, lang] for p, lang, _ in jobs], [done["after"][p, lang] for p, lang, _ in jobs]
+    return (
+        [spec for group, _ in jobs for spec in done["before"][group]],
+        [spec for group, _ in jobs for spec in done["after"][group]],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -408,6 +442,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--both-at-once", action="store_true",
         help="with --by-group: the two sides in two processes at once, the before side a group ahead",
+    )  # fmt: skip
+    run.add_argument(
+        "--parts", type=int, default=1,
+        help="with --by-group: score each group not already whole in N parts, one process and file each "
+        "(`fidelity --part`), so that a long group is kept a part at a time",
     )  # fmt: skip
     cmp = commands.add_parser("compare", help="compare two sides' fidelity runs")
     cmp.add_argument("files", nargs="*", help="BEFORE AFTER: one run per side")

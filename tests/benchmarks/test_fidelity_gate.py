@@ -180,3 +180,47 @@ def test_a_pair_right_by_less_than_the_rounding_stays_right_when_read_back(tmp_p
     (back,) = side_pairs([f"{summary}#after.json"])
     assert back["variants"]["auto/auto"]["answer_relevancy"] == [0.0001, 0.0001]
     assert compare(hair, [back])["total"]["after"] == 1 == compare(hair, hair)["total"]["after"]
+
+
+def test_a_gate_in_parts_keeps_whole_groups_and_reads_each_part(tmp_path: Path, capsys) -> None:
+    """`--parts 2`: a group that is there whole is not split; another group's two parts, each a file of its
+    own (one kept in a report), together make that group's side; nothing is scored again."""
+    args = [
+        "--no-zh",
+        "--pairs",
+        str(PROJECT_PAIRS[0]),
+        "--properties",
+        "noise_sensitivity",
+        "context_recall",
+    ]
+    report = tmp_path / "report" / "summary.json"
+    for side, worse in (("before", 0.5), ("after", 0.05)):
+        run_file(tmp_path / f"{side}-noise_sensitivity-en.json",
+                 [pair("n", "noise_sensitivity", "en", "noise_sensitivity", (0.1, worse))])  # fmt: skip
+        for k, pid in ((1, "c1"), (2, "c2")):
+            run = run_file(tmp_path / f"{side}-context_recall-en-part{k}of2.json",
+                           [pair(pid, "context_recall", "en", "context_recall", (0.1, worse))])  # fmt: skip
+            if k == 2:
+                record(run, report)
+                run.unlink()
+    sides = ["--before", "HEAD~1", "--after", "HEAD", "--judge", "http://127.0.0.1:1"]
+    code = main(["run", "--by-group", "--both-at-once", "--parts", "2", *sides, "--out", str(tmp_path),
+                 "--kept", str(report), *args])  # fmt: skip
+    out = capsys.readouterr().out
+    assert out.count("not scored again") == 6 and "noise_sensitivity-en-part" not in out
+    assert not list(tmp_path.glob("*-tree"))
+    # noise_sensitivity (lower is better) loses its one pair, context_recall gains both of its parts' pairs
+    assert "All: 1 -> 2 of 3 pair checks." in out and code == 0
+
+
+def test_a_part_is_its_share_of_the_group_in_order() -> None:
+    from benchmarks.fidelity import parser, selected_pairs
+
+    base = ["--no-zh", "--pairs", str(PROJECT_PAIRS[0]), "--properties", "context_recall", "--judge", "j"]
+    whole = [p["id"] for p in selected_pairs(parser().parse_args(base))]
+    parts = [
+        [p["id"] for p in selected_pairs(parser().parse_args([*base, "--part", f"{k}/3"]))] for k in (1, 2, 3)
+    ]
+    assert [i for p in parts for i in p] == whole and all(parts)
+    with pytest.raises(SystemExit):
+        parser().parse_args([*base, "--part", "4/3"])
