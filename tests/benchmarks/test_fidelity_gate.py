@@ -12,6 +12,15 @@ from benchmarks.fidelity import LONG_PAIRS, PROJECT_PAIRS
 from benchmarks.fidelity_gate import compare, groups, main, pairs_from_records, record, side_pairs
 
 ECHO = "the answer in the sample above"
+TWO_GROUPS = [
+    "--no-zh",
+    "--pairs",
+    str(PROJECT_PAIRS[0]),
+    "--properties",
+    "noise_sensitivity",
+    "context_recall",
+]
+"""A fidelity run's arguments that make two groups: noise_sensitivity/en and context_recall/en."""
 
 
 def pair(
@@ -132,14 +141,7 @@ def test_groups_follow_the_pairs_asked_for() -> None:
 def test_a_stopped_gate_by_group_scores_only_the_groups_it_lacks(tmp_path: Path, capsys, at_once) -> None:
     """Every group's run is there, as a file (a gate stopped earlier) or kept in a report (finished on
     another machine): nothing is scored again, no worktree is made, and the verdict covers all groups."""
-    args = [
-        "--no-zh",
-        "--pairs",
-        str(PROJECT_PAIRS[0]),
-        "--properties",
-        "noise_sensitivity",
-        "context_recall",
-    ]
+    args = TWO_GROUPS
     report = tmp_path / "report" / "summary.json"  # the runs a gate finished on another machine
     for prop, metric in (("noise_sensitivity", "noise_sensitivity"), ("context_recall", "context_recall")):
         for side, worse in (("before", 0.5), ("after", 0.05)):
@@ -185,14 +187,7 @@ def test_a_pair_right_by_less_than_the_rounding_stays_right_when_read_back(tmp_p
 def test_a_gate_in_parts_keeps_whole_groups_and_reads_each_part(tmp_path: Path, capsys) -> None:
     """`--parts 2`: a group that is there whole is not split; another group's two parts, each a file of its
     own (one kept in a report), together make that group's side; nothing is scored again."""
-    args = [
-        "--no-zh",
-        "--pairs",
-        str(PROJECT_PAIRS[0]),
-        "--properties",
-        "noise_sensitivity",
-        "context_recall",
-    ]
+    args = TWO_GROUPS
     report = tmp_path / "report" / "summary.json"
     for side, worse in (("before", 0.5), ("after", 0.05)):
         run_file(tmp_path / f"{side}-noise_sensitivity-en.json",
