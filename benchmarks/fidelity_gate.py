@@ -326,11 +326,9 @@ def kept_runs(summaries: Sequence[Path]) -> dict[str, str]:
     return kept
 
 
-def run_side(commit: str, side: str, args: argparse.Namespace, passthrough: Sequence[str],
-             name: str | None = None) -> Path | str:  # fmt: skip
-    """Score the pairs with the library at `commit` (`side`'s tree), unless `OUT/NAME.json` is there
-    already or a report in `--kept` keeps that run (`args.kept_runs`; NAME: `side`, or one group's name)."""
-    name = name or side
+def finished(args: argparse.Namespace, name: str) -> Path | str | None:
+    """Run NAME as it is already there: `OUT/NAME.json`, or the report in `--kept` that keeps it
+    (`args.kept_runs`); None when it is to be scored."""
     result = args.out / f"{name}.json"
     if result.exists():
         print(f"{name}: {result} is there, not scored again", flush=True)
@@ -338,7 +336,18 @@ def run_side(commit: str, side: str, args: argparse.Namespace, passthrough: Sequ
     kept = args.kept_runs.get(name)
     if kept is not None:
         print(f"{name}: kept in {kept}, not scored again", flush=True)
-        return kept
+    return kept
+
+
+def run_side(commit: str, side: str, args: argparse.Namespace, passthrough: Sequence[str],
+             name: str | None = None) -> Path | str:  # fmt: skip
+    """Score the pairs with the library at `commit` (`side`'s tree), unless `OUT/NAME.json` is there
+    already or a report in `--kept` keeps that run (`args.kept_runs`; NAME: `side`, or one group's name)."""
+    name = name or side
+    result = args.out / f"{name}.json"
+    there = finished(args, name)
+    if there is not None:
+        return there
     lib = side_tree(commit, args.out, side)
     boot = ("import runpy, sys; sys.path[:0] = [sys.argv.pop(1)]; "
             "runpy.run_module('benchmarks.fidelity', run_name='__main__', alter_sys=True)")  # fmt: skip
@@ -391,15 +400,16 @@ def run_by_group(args: argparse.Namespace, passthrough: Sequence[str]) -> tuple[
     one client's quiet stages (embedding, parsing, its next round's wait) leave the server busy, and the
     requests both sides share are asked by the before side first, then read from the cache. A group that
     is there whole (on disk or kept in `--kept`) is not split: its parts are not run."""
-    jobs = group_jobs(passthrough, getattr(args, "parts", 1))
+    jobs = group_jobs(passthrough, args.parts)
     done: dict[str, dict[str, list[Path | str]]] = {"before": {}, "after": {}}
 
     def side(name: str, commit: str, order: Sequence[tuple[str, list[Job]]]) -> None:
         for group, runs in order:
-            whole = f"{name}-{group}"
-            if (args.out / f"{whole}.json").exists() or whole in args.kept_runs:
-                runs = [(group, [])]  # run_side finds it there and scores nothing
-            done[name][group] = [run_side(commit, name, args, only, f"{name}-{part}") for part, only in runs]
+            whole = finished(args, f"{name}-{group}") if len(runs) > 1 else None
+            done[name][group] = (
+                [whole] if whole is not None
+                else [run_side(commit, name, args, only, f"{name}-{part}") for part, only in runs]
+            )  # fmt: skip
 
     if not args.both_at_once:
         for job in jobs:
